@@ -1,0 +1,148 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Claim grants the session the task if nobody holds it, in one Txn:
+//
+//	If(Value(realm) == R, ModRevision(owner) == 0)
+//	Then(Put(owner, O, lease L), Put(fence, {O, L}))
+//	Else(Get(owner), Get(realm))
+//
+// The epoch is that Txn's revision. Grant issuance and fence publication are
+// the same Txn: the previous owner is refused from the instant the grant
+// exists. A busy task is refused with busy and the holder in the *Error. A
+// claim retried after its answer was lost finds the owner key on this
+// session's lease and returns the same grant.
+func (s *Session) Claim(ctx context.Context, tenant, task string) (Grant, error) {
+	g, _, err := s.claim(ctx, tenant, task)
+	return g, err
+}
+
+// claim returns, besides the grant, the revision at which a busy task was
+// observed, so that Acquire can watch from there.
+func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64, error) {
+	if err := checkTask(tenant, task); err != nil {
+		return Grant{}, 0, Invalid("claim", "%v", err)
+	}
+	if err := s.usable("claim", tenant, task); err != nil {
+		return Grant{}, 0, err
+	}
+	c, k := s.c, s.c.keys
+	owner, fence := k.Owner(tenant, task), k.Fence(tenant, task)
+	fenceValue, _ := json.Marshal(FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
+	r := request{op: "claim", tenant: tenant, task: task, mutating: true}
+	// A realm rotated since this coordinator read it is adopted once: a
+	// claim carries no authority of its own, so it may start the new realm.
+	for try := 0; ; try++ {
+		realm := c.Realm()
+		var resp *clientv3.TxnResponse
+		err := r.do(ctx, func(ctx context.Context) (err error) {
+			resp, err = c.client.Txn(ctx).
+				If(clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
+					clientv3.Compare(clientv3.ModRevision(owner), "=", 0)).
+				Then(clientv3.OpPut(owner, s.owner, clientv3.WithLease(s.lease)),
+					clientv3.OpPut(fence, string(fenceValue))).
+				Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).
+				Commit()
+			return err
+		})
+		if err != nil {
+			return Grant{}, 0, err
+		}
+		if resp.Succeeded {
+			g := Grant{Realm: realm, Tenant: tenant, Task: task, Owner: s.owner, Epoch: resp.Header.Revision, Lease: int64(s.lease)}
+			s.lg.Info("granted", g.fields()...)
+			return g, resp.Header.Revision, nil
+		}
+		held, stored := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
+		switch {
+		case stored == nil:
+			return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)
+		case string(stored.Value) != realm:
+			if try > 0 {
+				return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the realm keeps changing", nil)
+			}
+			s.lg.Warn("realm changed; adopting it", zap.String("old-realm", realm), zap.String("realm", string(stored.Value)))
+			c.adoptRealm(string(stored.Value))
+			continue
+		case held.Lease == int64(s.lease) && string(held.Value) == s.owner:
+			// Our own earlier claim, whose answer was lost.
+			g := Grant{Realm: realm, Tenant: tenant, Task: task, Owner: s.owner, Epoch: held.ModRevision, Lease: int64(s.lease)}
+			s.lg.Info("granted (claim retried)", g.fields()...)
+			return g, resp.Header.Revision, nil
+		}
+		holder := holderOf(tenant, task, nil, held)
+		holder.Fence = held.ModRevision
+		holder.TTLLeft = c.ttlLeft(ctx, held.Lease)
+		e := newError(Busy, "claim", tenant, task, fmt.Sprintf("held by %q since epoch %d", held.Value, held.ModRevision), nil)
+		e.Holder = holder
+		return Grant{}, resp.Header.Revision, e
+	}
+}
+
+// Acquire claims the task, waiting while it is busy: it watches the owner
+// key for its deletion (release, expiry, revocation) and claims again, with
+// no polling loop. It returns when granted, on any refusal other than busy,
+// when the session stops, or when ctx is done (with the last busy error).
+func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, error) {
+	owner := s.c.keys.Owner(tenant, task)
+	for {
+		g, rev, err := s.claim(ctx, tenant, task)
+		if DispositionOf(err) != Busy {
+			return g, err
+		}
+		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task))
+		if werr := s.waitDeleted(ctx, owner, rev+1); werr != nil {
+			e := err.(*Error)
+			e.Err = werr
+			return Grant{}, e
+		}
+	}
+}
+
+// waitDeleted returns nil once key is deleted at or after rev (or the watch
+// was cut short, so the caller looks again), and ctx's or the session's
+// cause if they end first.
+func (s *Session) waitDeleted(ctx context.Context, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	wch := s.c.client.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-s.Done():
+			return s.Err()
+		case resp, ok := <-wch:
+			if !ok || resp.Err() != nil || len(resp.Events) > 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// ttlLeft is the lease's remaining TTL in seconds, or -1 if unknown.
+func (c *Coordinator) ttlLeft(ctx context.Context, lease int64) int64 {
+	if lease == 0 {
+		return -1
+	}
+	resp, err := c.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	if err != nil || resp.TTL < 0 {
+		return -1
+	}
+	return resp.TTL
+}
+
+func checkTask(tenant, task string) error {
+	if err := CheckLabel("tenant", tenant); err != nil {
+		return err
+	}
+	return CheckLabel("task", task)
+}

@@ -1,0 +1,202 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Disposition names the outcome of a leasegate request. The zero value ""
+// means "don't know" and never reads as success.
+type Disposition string
+
+// Every disposition of DESIGN.md's table.
+const (
+	Granted         Disposition = "granted"
+	Renewed         Disposition = "renewed"
+	Released        Disposition = "released"
+	Committed       Disposition = "committed"
+	HistoricalRetry Disposition = "historical_retry"
+
+	Busy               Disposition = "busy"
+	StaleOwner         Disposition = "stale_owner"
+	ExpiredOwner       Disposition = "expired_owner"
+	GenerationMismatch Disposition = "authority_generation_mismatch"
+	ScopeMismatch      Disposition = "scope_mismatch"
+	OperationConflict  Disposition = "operation_conflict"
+	VersionConflict    Disposition = "version_conflict"
+
+	InvalidInput         Disposition = "invalid_input"
+	AuthorityUnavailable Disposition = "authority_unavailable"
+	OutcomeUnknown       Disposition = "outcome_unknown"
+)
+
+// Dispositions lists every disposition, done ones first.
+var Dispositions = []Disposition{
+	Granted, Renewed, Released, Committed, HistoricalRetry,
+	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
+	InvalidInput, AuthorityUnavailable, OutcomeUnknown,
+}
+
+// Class groups dispositions by what the caller should do.
+type Class int
+
+// The classes, in the order of DESIGN.md's table. The zero value is unknown.
+const (
+	ClassUnknown Class = iota
+	ClassDone
+	ClassRefused
+	ClassInvalid
+	ClassUnavailable
+	ClassOutcomeUnknown
+)
+
+// Class says whether d is done, refused, invalid, a hold or unknown.
+func (d Disposition) Class() Class {
+	switch d {
+	case Granted, Renewed, Released, Committed, HistoricalRetry:
+		return ClassDone
+	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict:
+		return ClassRefused
+	case InvalidInput:
+		return ClassInvalid
+	case AuthorityUnavailable:
+		return ClassUnavailable
+	case OutcomeUnknown:
+		return ClassOutcomeUnknown
+	}
+	return ClassUnknown
+}
+
+// Hint tells an operator what to do next after d.
+func (d Disposition) Hint() string {
+	switch d {
+	case Busy:
+		return "another grant holds the task; wait for it to be released or expire (acquire waits for you)"
+	case StaleOwner:
+		return "a newer grant owns the task; this worker must stop acting for it"
+	case ExpiredOwner:
+		return "the lease of this grant ran out or was revoked; claim again for a new epoch"
+	case GenerationMismatch:
+		return "the grant was issued under another realm (rotated or different cluster); claim again"
+	case ScopeMismatch:
+		return "the intent names another task than the grant; use the grant of that task"
+	case OperationConflict:
+		return "this operation id was already committed with another payload; use a new operation id for a new intent"
+	case VersionConflict:
+		return "the state moved on; read the current version and decide again"
+	case InvalidInput:
+		return "fix the input; nothing was sent"
+	case AuthorityUnavailable:
+		return "etcd could not be reached; nothing was written; hold and retry later"
+	case OutcomeUnknown:
+		return "the request may have applied; retry the same request to learn its outcome"
+	}
+	return ""
+}
+
+// Sentinel errors, one per refusal, hold and unknown disposition. errors.Is
+// matches them through any *Error.
+var (
+	ErrBusy                 = errors.New("coordinator: busy")
+	ErrStaleOwner           = errors.New("coordinator: stale owner")
+	ErrExpiredOwner         = errors.New("coordinator: expired owner")
+	ErrGenerationMismatch   = errors.New("coordinator: authority generation mismatch")
+	ErrScopeMismatch        = errors.New("coordinator: scope mismatch")
+	ErrOperationConflict    = errors.New("coordinator: operation conflict")
+	ErrVersionConflict      = errors.New("coordinator: version conflict")
+	ErrInvalidInput         = errors.New("coordinator: invalid input")
+	ErrAuthorityUnavailable = errors.New("coordinator: authority unavailable")
+	ErrOutcomeUnknown       = errors.New("coordinator: outcome unknown")
+)
+
+var sentinels = map[Disposition]error{
+	Busy:                 ErrBusy,
+	StaleOwner:           ErrStaleOwner,
+	ExpiredOwner:         ErrExpiredOwner,
+	GenerationMismatch:   ErrGenerationMismatch,
+	ScopeMismatch:        ErrScopeMismatch,
+	OperationConflict:    ErrOperationConflict,
+	VersionConflict:      ErrVersionConflict,
+	InvalidInput:         ErrInvalidInput,
+	AuthorityUnavailable: ErrAuthorityUnavailable,
+	OutcomeUnknown:       ErrOutcomeUnknown,
+}
+
+// Error is every non-done outcome the leasegate packages return. It carries
+// what the authority showed (the holder of a busy task, say) and the cause.
+type Error struct {
+	Disposition Disposition
+	Op          string     // "claim", "commit", "renew", ...
+	Tenant      string     // empty where no task is involved
+	Task        string     //
+	Detail      string     // one line on what was observed
+	Holder      *Ownership // the current owner, where the authority showed one
+	Err         error      // the cause, if any (a transport error, say)
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Tenant != "" || e.Task != "" {
+		fmt.Fprintf(&b, " %s/%s", e.Tenant, e.Task)
+	}
+	b.WriteString(": ")
+	b.WriteString(string(e.Disposition))
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes the disposition's sentinel and the cause to errors.Is.
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if s, ok := sentinels[e.Disposition]; ok {
+		errs = append(errs, s)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// DispositionOf names the outcome err stands for: "" for nil. An error that
+// is none of the packages' own is outcome_unknown: never a guess of success
+// or of denial.
+func DispositionOf(err error) Disposition {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Disposition
+	}
+	for d, s := range sentinels {
+		if errors.Is(err, s) {
+			return d
+		}
+	}
+	return OutcomeUnknown
+}
+
+func newError(d Disposition, op, tenant, task, detail string, cause error) *Error {
+	return &Error{Disposition: d, Op: op, Tenant: tenant, Task: task, Detail: detail, Err: cause}
+}
+
+// Invalid is an invalid_input error for op: bad input refused before any I/O.
+func Invalid(op, format string, args ...any) *Error {
+	return &Error{Disposition: InvalidInput, Op: op, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Refusal builds an error of a refused disposition for op on a task. It is
+// for the packages built on coordinator (fencedtxn), so that every refusal
+// has one shape.
+func Refusal(d Disposition, op, tenant, task, detail string) *Error {
+	return newError(d, op, tenant, task, detail, nil)
+}

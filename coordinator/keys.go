@@ -1,0 +1,202 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The key layout of DESIGN.md lives in this file and nowhere else.
+//
+//	<p>/realm                                realm UUID
+//	<p>/fence/<tenant>/<task>                {owner, lease}; its ModRevision is the published floor
+//	<p>/owner/<tenant>/<task>                owner label, on the owner's lease
+//	<p>/state/<tenant>/<task>                {version, value, operation, epoch}
+//	<p>/ops/<tenant>/<task>/<operation>      {payload_digest, receipt, epoch, owner}
+//	<p>/effects/<tenant>/<task>/<operation>  effect record (ledger)
+//	<p>/journal/<tenant>/<task>/<revision>   one ledger transition
+//
+// Labels may contain '/' and '%'; in keys they are percent-escaped, so the
+// encoding is injective: tenant "a/b" task "c" and tenant "a" task "b/c" are
+// different keys.
+
+// DefaultPrefix is the key prefix when WithPrefix is not given.
+const DefaultPrefix = "/leasegate"
+
+// MaxLabelLen is the longest tenant, task, owner or operation label.
+const MaxLabelLen = 80
+
+// Keyspace builds the keys of one prefix.
+type Keyspace struct{ prefix string }
+
+// Prefix is the keyspace's prefix.
+func (k Keyspace) Prefix() string { return k.prefix }
+
+// Realm is the key holding the realm UUID.
+func (k Keyspace) Realm() string { return k.prefix + "/realm" }
+
+// Fence is the task's fence key.
+func (k Keyspace) Fence(tenant, task string) string { return k.task("fence", tenant, task) }
+
+// Owner is the task's owner key.
+func (k Keyspace) Owner(tenant, task string) string { return k.task("owner", tenant, task) }
+
+// State is the task's protected business state.
+func (k Keyspace) State(tenant, task string) string { return k.task("state", tenant, task) }
+
+// Op is the record of one committed operation of a task.
+func (k Keyspace) Op(tenant, task, operation string) string {
+	return k.task("ops", tenant, task) + "/" + escape(operation)
+}
+
+// Effect is the ledger record of one external effect of a task.
+func (k Keyspace) Effect(tenant, task, operation string) string {
+	return k.task("effects", tenant, task) + "/" + escape(operation)
+}
+
+// Journal is one ledger transition of a task, at an etcd revision.
+func (k Keyspace) Journal(tenant, task string, revision int64) string {
+	return fmt.Sprintf("%s/%020d", k.task("journal", tenant, task), revision)
+}
+
+// JournalPrefix is the prefix of every journal entry of a task.
+func (k Keyspace) JournalPrefix(tenant, task string) string {
+	return k.task("journal", tenant, task) + "/"
+}
+
+// TaskPrefix is the prefix under which kind ("fence", "owner", "state") keys
+// of tenant live, or of every tenant when tenant is "".
+func (k Keyspace) TaskPrefix(kind, tenant string) string {
+	if tenant == "" {
+		return k.prefix + "/" + kind + "/"
+	}
+	return k.prefix + "/" + kind + "/" + escape(tenant) + "/"
+}
+
+// ParseTask splits a fence, owner or state key of this keyspace back into
+// its kind, tenant and task.
+func (k Keyspace) ParseTask(key string) (kind, tenant, task string, ok bool) {
+	rest, found := strings.CutPrefix(key, k.prefix+"/")
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	tenant, err1 := unescape(parts[1])
+	task, err2 := unescape(parts[2])
+	if err1 != nil || err2 != nil {
+		return "", "", "", false
+	}
+	return parts[0], tenant, task, true
+}
+
+func (k Keyspace) task(kind, tenant, task string) string {
+	return k.prefix + "/" + kind + "/" + escape(tenant) + "/" + escape(task)
+}
+
+// escape percent-escapes '%' and '/', the only characters of a label that
+// could make two label tuples share a key.
+func escape(label string) string {
+	if !strings.ContainsAny(label, "%/") {
+		return label
+	}
+	var b strings.Builder
+	for i := 0; i < len(label); i++ {
+		switch c := label[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '/':
+			b.WriteString("%2F")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func unescape(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("coordinator: bad escape in %q", s)
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", fmt.Errorf("coordinator: bad escape in %q", s)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+// CheckLabel reports why s is not a label: 1–80 characters, each printable
+// ASCII 33–126 (no space, no control, no non-ASCII).
+func CheckLabel(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if len(s) > MaxLabelLen {
+		return fmt.Errorf("%s is %d bytes long; at most %d", what, len(s), MaxLabelLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 33 || c > 126 {
+			return fmt.Errorf("%s has byte 0x%02x at offset %d; labels are printable ASCII 33-126", what, c, i)
+		}
+	}
+	return nil
+}
+
+func checkPrefix(p string) error {
+	if p == "" || p[0] != '/' {
+		return fmt.Errorf("prefix %q must start with '/'", p)
+	}
+	if strings.HasSuffix(p, "/") {
+		return fmt.Errorf("prefix %q must not end with '/'", p)
+	}
+	if len(p) > 256 {
+		return fmt.Errorf("prefix is %d bytes long; at most 256", len(p))
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 33 || c > 126 {
+			return fmt.Errorf("prefix has byte 0x%02x at offset %d; printable ASCII only", c, i)
+		}
+	}
+	return nil
+}
+
+// The values stored under the keys above.
+
+// FenceRecord is the value of a fence key: who the published epoch belongs to.
+type FenceRecord struct {
+	Owner string `json:"owner"`
+	Lease int64  `json:"lease"`
+}
+
+// StateRecord is the value of a state key. Its Version equals the etcd
+// Version of the key (the number of commits since it was created).
+type StateRecord struct {
+	Version   int64  `json:"version"`
+	Value     []byte `json:"value"`
+	Operation string `json:"operation"`
+	Epoch     int64  `json:"epoch"`
+}
+
+// OpRecord is the value of an operation key: the committed operation's
+// payload digest and the receipt every retry gets back.
+type OpRecord struct {
+	PayloadDigest string          `json:"payload_digest"`
+	Receipt       json.RawMessage `json:"receipt"`
+	Epoch         int64           `json:"epoch"`
+	Owner         string          `json:"owner"`
+}

@@ -1,0 +1,219 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Why a session stopped, as Session.Err reports it.
+var (
+	ErrSessionLeaseLost = errors.New("coordinator: session lease expired or was revoked")
+	ErrSessionDeadline  = errors.New("coordinator: session passed its local deadline without a confirmed renewal")
+	ErrSessionClosed    = errors.New("coordinator: session closed")
+)
+
+// minMargin is the least default margin between the local deadline and the
+// lease's expiry as the authority counts it.
+const minMargin = 100 * time.Millisecond
+
+// Session is one etcd lease held for one owner label, kept alive by exactly
+// one goroutine (unless WithoutKeepAlive). It keeps a conservative local
+// deadline — the send time of the last request that granted or renewed the
+// lease, plus the TTL, minus a margin — and refuses to act past it. The
+// authority stays etcd: a Txn is what decides.
+type Session struct {
+	c      *Coordinator
+	owner  string
+	lease  clientv3.LeaseID
+	ttl    time.Duration
+	margin time.Duration
+	lg     *zap.Logger
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	donec  chan struct{} // closed when the keepalive goroutine (if any) returned
+
+	mu       sync.Mutex
+	deadline time.Time
+	timer    *time.Timer // local deadline, without keepalive
+	closed   bool
+}
+
+// NewSession grants a lease of ttl for owner. TTL must be whole seconds
+// (etcd counts leases in seconds); a TTL etcd would raise to its minimum is
+// refused as invalid_input, and the lease revoked, rather than silently
+// changed: the TTL in force is the TTL asked for.
+func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Duration, opts ...SessionOption) (*Session, error) {
+	if err := CheckLabel("owner", owner); err != nil {
+		return nil, Invalid("session", "%v", err)
+	}
+	if ttl <= 0 || ttl%time.Second != 0 {
+		return nil, Invalid("session", "ttl %v must be a positive whole number of seconds (etcd leases are counted in seconds)", ttl)
+	}
+	o := sessionOptions{margin: max(ttl/10, minMargin), keepAlive: true}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, Invalid("session", "%v", err)
+		}
+	}
+	if o.margin >= ttl {
+		return nil, Invalid("session", "margin %v must be shorter than ttl %v", o.margin, ttl)
+	}
+	sent := time.Now()
+	var resp *clientv3.LeaseGrantResponse
+	err := request{op: "session", mutating: true}.do(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.client.Grant(ctx, int64(ttl/time.Second))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if granted := time.Duration(resp.TTL) * time.Second; granted != ttl {
+		_, rerr := c.client.Revoke(ctx, resp.ID)
+		e := Invalid("session", "etcd granted ttl %v instead of %v (below the cluster's minimum lease TTL); ask for at least %v", granted, ttl, granted)
+		e.Err = rerr
+		return nil, e
+	}
+	s := &Session{
+		c: c, owner: owner, lease: resp.ID, ttl: ttl, margin: o.margin,
+		lg:       c.lg.Named("session").With(zap.String("owner", owner), zap.Int64("lease-id", int64(resp.ID))),
+		donec:    make(chan struct{}),
+		deadline: sent.Add(ttl - o.margin),
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if o.keepAlive {
+		go s.keepAlive()
+	} else {
+		close(s.donec)
+		s.timer = time.AfterFunc(ttl-o.margin, func() { s.stop(ErrSessionDeadline) })
+	}
+	s.lg.Info("session started", zap.Duration("ttl", ttl), zap.Bool("keepalive", o.keepAlive))
+	return s, nil
+}
+
+// Owner is the session's owner label.
+func (s *Session) Owner() string { return s.owner }
+
+// Lease is the session's etcd lease ID.
+func (s *Session) Lease() int64 { return int64(s.lease) }
+
+// TTL is the lease's TTL, as granted.
+func (s *Session) TTL() time.Duration { return s.ttl }
+
+// Deadline is the local deadline past which the session refuses to act.
+func (s *Session) Deadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deadline
+}
+
+// Done is closed when the session can no longer act: its lease was lost, its
+// local deadline passed, or it was closed.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Err says why Done is closed (ErrSessionLeaseLost, ErrSessionDeadline,
+// ErrSessionClosed); nil while the session is live.
+func (s *Session) Err() error {
+	if s.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(s.ctx)
+}
+
+// Close stops the keepalive and revokes the lease, which deletes the owner
+// key of every task the session holds. Closing twice is a no-op.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.stop(ErrSessionClosed)
+	<-s.donec
+	err := request{op: "session close", mutating: true}.do(ctx, func(ctx context.Context) error {
+		_, err := s.c.client.Revoke(ctx, s.lease)
+		return err
+	})
+	if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke
+		err = nil
+	}
+	if err == nil {
+		s.lg.Info("session closed; lease revoked")
+	}
+	return err
+}
+
+// usable refuses an action of a session that can no longer act.
+func (s *Session) usable(op, tenant, task string) error {
+	if err := s.Err(); err != nil {
+		return newError(ExpiredOwner, op, tenant, task, "the session can no longer act", err)
+	}
+	if time.Now().After(s.Deadline()) {
+		return newError(ExpiredOwner, op, tenant, task, "the session is past its local deadline", ErrSessionDeadline)
+	}
+	return nil
+}
+
+func (s *Session) stop(cause error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.cancel(cause)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	if cause != ErrSessionClosed {
+		s.lg.Warn("session lost", zap.Error(cause))
+	}
+}
+
+// keepAlive is the session's one goroutine: it renews the lease every TTL/3,
+// moves the local deadline forward on each confirmed renewal, and stops the
+// session when etcd says the lease is gone or the deadline passes first.
+func (s *Session) keepAlive() {
+	defer close(s.donec)
+	interval := s.ttl / 3
+	retry := min(interval, 200*time.Millisecond)
+	next := time.NewTimer(interval)
+	defer next.Stop()
+	deadline := time.NewTimer(time.Until(s.Deadline()))
+	defer deadline.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-deadline.C:
+			s.stop(ErrSessionDeadline)
+			return
+		case <-next.C:
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithDeadline(s.ctx, s.Deadline())
+		resp, err := s.c.client.KeepAliveOnce(rctx, s.lease)
+		cancel()
+		switch {
+		case err == nil:
+			d := sent.Add(time.Duration(resp.TTL)*time.Second - s.margin)
+			s.mu.Lock()
+			s.deadline = d
+			s.mu.Unlock()
+			deadline.Reset(time.Until(d))
+			next.Reset(interval)
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			s.stop(ErrSessionLeaseLost)
+			return
+		default:
+			// etcd unreachable: keep trying until the local deadline.
+			s.lg.Debug("keepalive failed; retrying", zap.Error(err))
+			next.Reset(retry)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package fencedtxn
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// DefaultMaxValueBytes is the largest Intent.Value Commit accepts unless
+// WithMaxValueBytes says otherwise.
+const DefaultMaxValueBytes = 256 << 10
+
+// MaxValueBytesLimit bounds WithMaxValueBytes: the value travels in one Txn
+// with the operation record, under etcd's default 1.5 MiB request limit.
+const MaxValueBytesLimit = 1 << 20
+
+// Intent is one protected write: which task, which operation (its stable
+// identity across retries and owners), the new value, and the state version
+// it was decided against. It never contains the epoch.
+type Intent struct {
+	Tenant          string `json:"tenant"`
+	Task            string `json:"task"`
+	Operation       string `json:"operation"`
+	Value           string `json:"value"`
+	ExpectedVersion int64  `json:"expected_version"`
+}
+
+// Receipt is what a committed operation returns, the first time and on
+// every retry. Epoch and Revision are those of the original commit.
+type Receipt struct {
+	Disposition      coordinator.Disposition `json:"disposition"`
+	Tenant           string                  `json:"tenant"`
+	Task             string                  `json:"task"`
+	Operation        string                  `json:"operation"`
+	CommittedVersion int64                   `json:"committed_version"`
+	Epoch            int64                   `json:"epoch"`
+	Revision         int64                   `json:"revision"`
+}
+
+// CommitOption configures Commit.
+type CommitOption func(*commitOptions) error
+
+type commitOptions struct {
+	ops      []clientv3.Op
+	maxValue int
+}
+
+// WithOps adds the caller's own puts and deletes to the fenced Txn: they
+// apply exactly when the business state and operation record do. Their keys
+// must lie outside leasegate's prefix.
+func WithOps(ops ...clientv3.Op) CommitOption {
+	return func(o *commitOptions) error {
+		o.ops = append(o.ops, ops...)
+		return nil
+	}
+}
+
+// WithMaxValueBytes sets the largest accepted Intent.Value (default
+// DefaultMaxValueBytes, at most MaxValueBytesLimit).
+func WithMaxValueBytes(n int) CommitOption {
+	return func(o *commitOptions) error {
+		if n <= 0 || n > MaxValueBytesLimit {
+			return fmt.Errorf("max value bytes %d out of range 1..%d", n, MaxValueBytesLimit)
+		}
+		o.maxValue = n
+		return nil
+	}
+}
+
+// Commit performs the protected write in one etcd Txn: it compares realm,
+// fence, owner identity, epoch and lease liveness (coordinator.Guard), that
+// the operation is not yet recorded, and that the state is at the expected
+// version; then puts the state, the operation record and the caller's ops
+// together. It returns a nil error exactly for committed and
+// historical_retry; any other outcome is an error whose
+// coordinator.DispositionOf names it.
+func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant, in Intent, opts ...CommitOption) (Receipt, error) {
+	o := commitOptions{maxValue: DefaultMaxValueBytes}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return Receipt{}, coordinator.Invalid("commit", "%v", err)
+		}
+	}
+	if err := validate(c, g, in, o); err != nil {
+		return Receipt{}, err
+	}
+	if in.Tenant != g.Tenant || in.Task != g.Task {
+		return Receipt{}, coordinator.Refusal(coordinator.ScopeMismatch, "commit", in.Tenant, in.Task,
+			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
+	}
+	k := c.Keys()
+	stateKey, opKey := k.State(in.Tenant, in.Task), k.Op(in.Tenant, in.Task, in.Operation)
+	digest := Digest(in)
+	receipt := Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
+		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
+	stored, _ := json.Marshal(receipt)
+	opValue, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: digest, Receipt: stored, Epoch: g.Epoch, Owner: g.Owner})
+	stateValue, _ := json.Marshal(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: []byte(in.Value),
+		Operation: in.Operation, Epoch: g.Epoch})
+
+	cmps := append(c.Guard(g),
+		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
+		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
+	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, o.ops...)
+	els := append(c.GuardReads(g), clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
+
+	resp, err := c.Txn(ctx, coordinator.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els})
+	if err != nil {
+		return Receipt{}, err
+	}
+	lg := c.Logger().Named("fencedtxn").With(zap.String("tenant", in.Tenant), zap.String("task", in.Task),
+		zap.String("operation", in.Operation), zap.Int64("epoch", g.Epoch))
+	if resp.Succeeded {
+		receipt.Revision = resp.Header.Revision
+		lg.Info("committed", zap.Int64("version", receipt.CommittedVersion))
+		return receipt, nil
+	}
+	if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {
+		lg.Info("refused", zap.String("disposition", string(coordinator.DispositionOf(err))))
+		return Receipt{}, err
+	}
+	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
+		var rec coordinator.OpRecord
+		if err := json.Unmarshal(opKV[0].Value, &rec); err != nil {
+			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
+				fmt.Sprintf("operation record unreadable: %v", err))
+		}
+		if rec.PayloadDigest != digest {
+			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
+				fmt.Sprintf("operation %q was committed at epoch %d with another payload", in.Operation, rec.Epoch))
+		}
+		var prior Receipt
+		if err := json.Unmarshal(rec.Receipt, &prior); err != nil {
+			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
+				fmt.Sprintf("stored receipt unreadable: %v", err))
+		}
+		prior.Disposition = coordinator.HistoricalRetry
+		prior.Revision = opKV[0].ModRevision
+		lg.Info("historical retry", zap.Int64("original-epoch", prior.Epoch))
+		return prior, nil
+	}
+	var version int64
+	if st := resp.Responses[4].GetResponseRange().GetKvs(); len(st) > 0 {
+		version = st[0].Version
+	}
+	return Receipt{}, coordinator.Refusal(coordinator.VersionConflict, "commit", in.Tenant, in.Task,
+		fmt.Sprintf("the state is at version %d, the intent expects %d", version, in.ExpectedVersion))
+}
+
+func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o commitOptions) error {
+	if c == nil {
+		return coordinator.Invalid("commit", "nil coordinator")
+	}
+	if err := g.Validate(); err != nil {
+		return coordinator.Invalid("commit", "%v", err)
+	}
+	for _, l := range []struct{ what, v string }{{"tenant", in.Tenant}, {"task", in.Task}, {"operation", in.Operation}} {
+		if err := coordinator.CheckLabel(l.what, l.v); err != nil {
+			return coordinator.Invalid("commit", "%v", err)
+		}
+	}
+	if in.ExpectedVersion < 0 {
+		return coordinator.Invalid("commit", "expected version %d is negative", in.ExpectedVersion)
+	}
+	if len(in.Value) > o.maxValue {
+		return coordinator.Invalid("commit", "value is %d bytes; at most %d", len(in.Value), o.maxValue)
+	}
+	prefix := c.Keys().Prefix() + "/"
+	for i, op := range o.ops {
+		if !op.IsPut() && !op.IsDelete() {
+			return coordinator.Invalid("commit", "caller op %d is neither a put nor a delete", i)
+		}
+		if len(op.RangeBytes()) > 0 {
+			return coordinator.Invalid("commit", "caller op %d is a range; give single keys", i)
+		}
+		if key := string(op.KeyBytes()); key == "" || strings.HasPrefix(key, prefix) {
+			return coordinator.Invalid("commit", "caller op %d touches key %q inside leasegate's prefix %s", i, key, prefix)
+		}
+	}
+	return nil
+}
+
+// Digest is the canonical payload digest of an intent: SHA-256 over its
+// fields, each length-prefixed, so no two different intents share one.
+func Digest(in Intent) string {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(in.ExpectedVersion))
+	field([]byte("leasegate-intent-v1"))
+	field([]byte(in.Tenant))
+	field([]byte(in.Task))
+	field([]byte(in.Operation))
+	field([]byte(in.Value))
+	field(v[:])
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,154 @@
+// Package lgtest holds test helpers shared by leasegate's packages: a
+// coordinator on an embedded cluster, waiting for an owner key to go, and a
+// byte-for-byte snapshot of the keyspace.
+package lgtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+)
+
+// Timeout bounds every wait of a test on etcd.
+const Timeout = 30 * time.Second
+
+// Ctx is a context bounded by Timeout and cancelled at the end of the test.
+func Ctx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Coordinator starts a coordinator on cl with a fresh client.
+func Coordinator(t testing.TB, cl *embedtest.Cluster, opts ...coordinator.Option) *coordinator.Coordinator {
+	t.Helper()
+	c, err := coordinator.New(Ctx(t), cl.Client(t), opts...)
+	if err != nil {
+		t.Fatalf("coordinator.New: %v", err)
+	}
+	return c
+}
+
+// Session starts a session and closes it at the end of the test.
+func Session(t testing.TB, c *coordinator.Coordinator, owner string, ttl time.Duration, opts ...coordinator.SessionOption) *coordinator.Session {
+	t.Helper()
+	s, err := c.NewSession(Ctx(t), owner, ttl, opts...)
+	if err != nil {
+		t.Fatalf("NewSession(%s): %v", owner, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+// Claim claims and fails the test unless granted.
+func Claim(t testing.TB, s *coordinator.Session, tenant, task string) coordinator.Grant {
+	t.Helper()
+	g, err := s.Claim(Ctx(t), tenant, task)
+	if err != nil {
+		t.Fatalf("Claim(%s/%s) by %s: %v", tenant, task, s.Owner(), err)
+	}
+	return g
+}
+
+// WaitOwnerGone waits, on a watch, until the task's owner key is deleted
+// (lease expiry, revocation, release) — no sleeping.
+func WaitOwnerGone(t testing.TB, c *coordinator.Coordinator, tenant, task string) {
+	t.Helper()
+	ctx := Ctx(t)
+	key := c.Keys().Owner(tenant, task)
+	resp, err := c.Client().Get(ctx, key)
+	if err != nil {
+		t.Fatalf("get owner key: %v", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return
+	}
+	wch := c.Client().Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+	for wr := range wch {
+		if wr.Err() != nil {
+			t.Fatalf("watch owner key: %v", wr.Err())
+		}
+		if len(wr.Events) > 0 {
+			return
+		}
+	}
+	t.Fatalf("owner key %s still present: %v", key, ctx.Err())
+}
+
+// Snapshot is every key and value under a prefix, with revisions left out
+// (a refused or invalid request must leave it byte-for-byte unchanged).
+type Snapshot []string
+
+// Snap reads a snapshot of every key under prefix.
+func Snap(t testing.TB, cli *clientv3.Client, prefix string) Snapshot {
+	t.Helper()
+	resp, err := cli.Get(Ctx(t), prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	var s Snapshot
+	for _, kv := range resp.Kvs {
+		s = append(s, fmt.Sprintf("%q=%q lease=%d version=%d mod=%d", kv.Key, kv.Value, kv.Lease, kv.Version, kv.ModRevision))
+	}
+	return s
+}
+
+// Diff describes how b differs from a, or "" if it does not.
+func (a Snapshot) Diff(b Snapshot) string {
+	var out bytes.Buffer
+	seen := map[string]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, y := range b {
+		if !seen[y] {
+			fmt.Fprintf(&out, "+ %s\n", y)
+		}
+		delete(seen, y)
+	}
+	for _, x := range a {
+		if seen[x] {
+			fmt.Fprintf(&out, "- %s\n", x)
+		}
+	}
+	return out.String()
+}
+
+// WaitDisconnected waits until cli's connection has left the Ready state
+// (after the members it talks to were stopped), so that a request sent next
+// cannot ride an old connection.
+func WaitDisconnected(t testing.TB, cli *clientv3.Client) {
+	t.Helper()
+	ctx := Ctx(t)
+	conn := cli.ActiveConnection()
+	for {
+		s := conn.GetState()
+		if s != connectivity.Ready {
+			return
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			t.Fatalf("client still connected: %v", ctx.Err())
+		}
+	}
+}
+
+// Want fails the test unless err's disposition is want.
+func Want(t testing.TB, err error, want coordinator.Disposition) {
+	t.Helper()
+	if got := coordinator.DispositionOf(err); got != want {
+		t.Fatalf("disposition %q, want %q (err: %v)", got, want, err)
+	}
+}
