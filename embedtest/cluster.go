@@ -47,6 +47,8 @@ type Option func(*config) error
 
 type config struct {
 	size        int
+	tickMs      uint
+	electionMs  uint
 	dialOptions []grpc.DialOption
 	logger      *zap.Logger
 }
@@ -58,6 +60,19 @@ func WithSize(n int) Option {
 			return fmt.Errorf("embedtest: cluster size %d out of range 1..7", n)
 		}
 		c.size = n
+		return nil
+	}
+}
+
+// WithTiming sets the heartbeat and election timeout in milliseconds
+// (default 50 and 500). etcd's minimum lease TTL follows from them:
+// ceil(1.5 × electionMs), in whole seconds.
+func WithTiming(tickMs, electionMs uint) Option {
+	return func(c *config) error {
+		if tickMs == 0 || electionMs < 5*tickMs {
+			return fmt.Errorf("embedtest: election timeout %dms must be at least 5 heartbeats of %dms", electionMs, tickMs)
+		}
+		c.tickMs, c.electionMs = tickMs, electionMs
 		return nil
 	}
 }
@@ -97,6 +112,8 @@ type Member struct {
 	initial   string
 	token     string
 	logger    *zap.Logger
+	tickMs    uint
+	election  uint
 
 	mu   sync.Mutex
 	etcd *embed.Etcd
@@ -116,7 +133,7 @@ func NewCluster(t testing.TB, opts ...Option) *Cluster {
 // Start starts a cluster with its data under dir. The caller must Close it.
 // It is NewCluster for code that has no testing.TB (the drill).
 func Start(dir string, opts ...Option) (*Cluster, error) {
-	cfg := config{size: 1, logger: zap.NewNop()}
+	cfg := config{size: 1, tickMs: tickMs, electionMs: electionMs, logger: zap.NewNop()}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -156,6 +173,8 @@ func start(dir string, cfg config) (*Cluster, error) {
 			peerURL:   url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pport)},
 			token:     token,
 			logger:    cfg.logger,
+			tickMs:    cfg.tickMs,
+			election:  cfg.electionMs,
 		}
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL.String())
@@ -186,8 +205,8 @@ func (m *Member) start(state string) error {
 	ec := embed.NewConfig()
 	ec.Name = m.name
 	ec.Dir = m.dir
-	ec.TickMs = tickMs
-	ec.ElectionMs = electionMs
+	ec.TickMs = m.tickMs
+	ec.ElectionMs = m.election
 	ec.UnsafeNoFsync = true
 	ec.ListenClientUrls = []url.URL{m.clientURL}
 	ec.AdvertiseClientUrls = []url.URL{m.clientURL}
@@ -273,7 +292,7 @@ func (c *Cluster) WaitLeader(t testing.TB) int {
 }
 
 func (c *Cluster) waitLeader(ctx context.Context) (int, error) {
-	tick := time.NewTicker(tickMs * time.Millisecond)
+	tick := time.NewTicker(time.Duration(c.cfg.tickMs) * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if i, ok := c.leader(); ok {

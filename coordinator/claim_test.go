@@ -1,0 +1,410 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestKeyInjectivity(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	s := lgtest.Session(t, c, "owner", 10*time.Second)
+	k := c.Keys()
+	pairs := [][2]string{{"a/b", "c"}, {"a", "b/c"}, {"a%2Fb", "c"}, {"a", "b%2Fc"}, {"a%", "2Fb/c"}}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		for _, key := range []string{k.Owner(p[0], p[1]), k.Fence(p[0], p[1]), k.State(p[0], p[1])} {
+			if prev, dup := seen[key]; dup {
+				t.Fatalf("%v and %v share key %s", prev, p, key)
+			}
+			seen[key] = p
+			_, tenant, task, ok := k.ParseTask(key)
+			if !ok || tenant != p[0] || task != p[1] {
+				t.Fatalf("ParseTask(%s) = %q %q %v; want %v", key, tenant, task, ok, p)
+			}
+		}
+		// Every pair is its own task: each claim is granted.
+		lgtest.Claim(t, s, p[0], p[1])
+	}
+	if k.Op("a/b", "c", "d") == k.Op("a", "b/c", "d") || k.Op("a", "b", "c/d") == k.Op("a", "b/c", "d") {
+		t.Fatal("operation keys collide")
+	}
+	list, err := c.List(lgtest.Ctx(t), "")
+	if err != nil || len(list) != len(pairs) {
+		t.Fatalf("List: %d tasks, %v; want %d", len(list), err, len(pairs))
+	}
+	only, err := c.List(lgtest.Ctx(t), "a")
+	if err != nil || len(only) != 2 {
+		t.Fatalf("List(a): %+v, %v; want the 2 tasks of tenant a", only, err)
+	}
+}
+
+func TestClaimBusyReportsHolder(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	a := lgtest.Session(t, c, "worker-a", 10*time.Second)
+	b := lgtest.Session(t, c, "worker-b", 10*time.Second)
+	g := lgtest.Claim(t, a, "t", "k")
+	_, err := b.Claim(lgtest.Ctx(t), "t", "k")
+	lgtest.Want(t, err, coordinator.Busy)
+	var e *coordinator.Error
+	if !errors.As(err, &e) || e.Holder == nil {
+		t.Fatalf("busy error without holder: %v", err)
+	}
+	if h := e.Holder; h.Owner != "worker-a" || h.Epoch != g.Epoch || h.Lease != g.Lease || h.TTLLeft < 1 || h.TTLLeft > 10 {
+		t.Fatalf("holder %+v; want worker-a epoch %d lease %d ttl in 1..10", *h, g.Epoch, g.Lease)
+	}
+	if !errors.Is(err, coordinator.ErrBusy) {
+		t.Fatalf("errors.Is(err, ErrBusy) is false for %v", err)
+	}
+	// The same session claiming again gets the same grant.
+	again := lgtest.Claim(t, a, "t", "k")
+	if again != g {
+		t.Fatalf("re-claim by the holder: %+v, want %+v", again, g)
+	}
+}
+
+// dropper is a gRPC interceptor that lets the next Txn reach etcd and apply,
+// then loses its answer, as a cut connection would.
+type dropper struct{ armed atomic.Bool }
+
+func (d *dropper) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if method == "/etcdserverpb.KV/Txn" && d.armed.CompareAndSwap(true, false) {
+		return status.Error(codes.Unavailable, "transport is closing (answer dropped by the test)")
+	}
+	return err
+}
+
+func TestClaimRetriedAfterLostResponse(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	d := &dropper{}
+	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := lgtest.Ctx(t)
+	c, err := coordinator.New(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+
+	d.armed.Store(true)
+	_, err = s.Claim(ctx, "t", "k")
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	own, err := c.Owner(ctx, "t", "k")
+	if err != nil || own.Owner != "worker" {
+		t.Fatalf("the lost claim did not apply: %+v %v", own, err)
+	}
+	g := lgtest.Claim(t, s, "t", "k")
+	if g.Epoch != own.Epoch || g.Lease != s.Lease() {
+		t.Fatalf("retried claim: %+v; want epoch %d on lease %d", g, own.Epoch, s.Lease())
+	}
+	// A commit whose answer is lost is outcome_unknown too, and retrying the
+	// same intent learns that it applied.
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v"}
+	d.armed.Store(true)
+	_, err = fencedtxn.Commit(ctx, c, g, in)
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	r, err := fencedtxn.Commit(ctx, c, g, in)
+	if err != nil || r.Disposition != coordinator.HistoricalRetry || r.CommittedVersion != 1 {
+		t.Fatalf("retry after lost answer: %+v %v", r, err)
+	}
+}
+
+func TestClientWithoutDialOptionsNeverGuessesUnavailable(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	// A client built by hand, without coordinator.DialOptions().
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := lgtest.Ctx(t)
+	c, err := coordinator.New(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	cl.Member(0).Stop(t)
+	lgtest.WaitDisconnected(t, cli)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err = s.Claim(short, "t", "k")
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	// A read is never outcome_unknown.
+	short2, cancel2 := context.WithTimeout(ctx, time.Second)
+	defer cancel2()
+	_, err = c.Owner(short2, "t", "k")
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+}
+
+func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+
+	t.Run("release", func(t *testing.T) {
+		holder := lgtest.Session(t, c, "holder", 10*time.Second)
+		g := lgtest.Claim(t, holder, "t", "release")
+		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+		got := make(chan coordinator.Grant, 1)
+		errc := make(chan error, 1)
+		go func() {
+			wg, err := waiter.Acquire(ctx, "t", "release")
+			got <- wg
+			errc <- err
+		}()
+		if err := c.Release(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if wg := <-got; wg.Owner != "waiter" || wg.Epoch <= g.Epoch {
+			t.Fatalf("acquired %+v after release of %+v", wg, g)
+		}
+	})
+	t.Run("expiry", func(t *testing.T) {
+		holder := lgtest.Session(t, c, "holder", time.Second, coordinator.WithoutKeepAlive())
+		g := lgtest.Claim(t, holder, "t", "expiry")
+		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+		wg, err := waiter.Acquire(ctx, "t", "expiry")
+		if err != nil || wg.Owner != "waiter" || wg.Epoch <= g.Epoch {
+			t.Fatalf("acquired %+v, %v after expiry of %+v", wg, err, g)
+		}
+		own, err := c.Owner(ctx, "t", "expiry")
+		if err != nil || own.Epoch != wg.Epoch {
+			t.Fatalf("owner after acquire: %+v %v", own, err)
+		}
+	})
+	t.Run("gives up with ctx, busy", func(t *testing.T) {
+		holder := lgtest.Session(t, c, "holder", 10*time.Second)
+		lgtest.Claim(t, holder, "t", "held")
+		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+		short, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := waiter.Acquire(short, "t", "held")
+		if coordinator.DispositionOf(err) != coordinator.Busy && coordinator.DispositionOf(err) != coordinator.AuthorityUnavailable {
+			t.Fatalf("Acquire with a done ctx: %v", err)
+		}
+	})
+}
+
+func TestStaleReleaseLeavesNewOwner(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	old := lgtest.Claim(t, lgtest.Session(t, c, "worker", time.Second, coordinator.WithoutKeepAlive()), "t", "k")
+	lgtest.WaitOwnerGone(t, c, "t", "k")
+	// The same owner label, a new session: the bug of etcd issue 22082 is a
+	// release by owner name alone deleting this newer grant.
+	cur := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+	before := lgtest.Snap(t, c.Client(), c.Keys().Prefix())
+	lgtest.Want(t, c.Release(ctx, old), coordinator.StaleOwner)
+	if d := before.Diff(lgtest.Snap(t, c.Client(), c.Keys().Prefix())); d != "" {
+		t.Fatalf("stale release changed the keyspace:\n%s", d)
+	}
+	own, err := c.Owner(ctx, "t", "k")
+	if err != nil || own.Epoch != cur.Epoch || own.Owner != "worker" {
+		t.Fatalf("owner after stale release: %+v %v", own, err)
+	}
+	lgtest.Want(t, c.Renew(ctx, old), coordinator.StaleOwner)
+	// The current grant releases; its epoch stays the fence.
+	if err := c.Release(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	own, err = c.Owner(ctx, "t", "k")
+	if err != nil || own.Owned() || own.Fence != cur.Epoch {
+		t.Fatalf("after release: %+v %v; want unowned, fence %d", own, err, cur.Epoch)
+	}
+	_, err = fencedtxn.Commit(ctx, c, cur, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"})
+	lgtest.Want(t, err, coordinator.ExpiredOwner)
+	lgtest.Want(t, c.Release(ctx, cur), coordinator.ExpiredOwner)
+}
+
+func TestRealmRotateRefusesEveryGrant(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	other := lgtest.Coordinator(t, cl) // another process on the same keyspace
+	ctx := lgtest.Ctx(t)
+	if other.Realm() != c.Realm() {
+		t.Fatalf("second coordinator created a new realm: %s vs %s", other.Realm(), c.Realm())
+	}
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g1 := lgtest.Claim(t, s, "t", "one")
+	g2 := lgtest.Claim(t, s, "t", "two")
+	old := c.Realm()
+	fresh, err := other.RotateRealm(ctx)
+	if err != nil || fresh == old {
+		t.Fatalf("rotate: %q %v", fresh, err)
+	}
+	for _, g := range []coordinator.Grant{g1, g2} {
+		_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: "op"})
+		lgtest.Want(t, err, coordinator.GenerationMismatch)
+		lgtest.Want(t, c.Renew(ctx, g), coordinator.GenerationMismatch)
+		lgtest.Want(t, c.Release(ctx, g), coordinator.GenerationMismatch)
+	}
+	// A new claim starts the new realm (the holder's owner key is still
+	// there, so release it first by revoking the session).
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "one")
+	if g.Realm != fresh || c.Realm() != fresh {
+		t.Fatalf("claim after rotation in realm %s (coordinator %s); want %s", g.Realm, c.Realm(), fresh)
+	}
+	if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "one", Operation: "op"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	before := lgtest.Snap(t, c.Client(), "")
+
+	bad := map[string]string{
+		"empty":       "",
+		"81 chars":    strings.Repeat("x", 81),
+		"space":       "a b",
+		"control":     "a\tb",
+		"newline":     "a\n",
+		"DEL":         "a\x7f",
+		"non-ASCII":   "tâche",
+		"NUL":         "a\x00b",
+		"high byte":   "a\xffb",
+		"only spaces": "   ",
+	}
+	for name, label := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.NewSession(ctx, label, 10*time.Second)
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			_, err = s.Claim(ctx, label, "k")
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			_, err = s.Claim(ctx, "t", label)
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			_, err = c.Owner(ctx, "t", label)
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			if label != "" { // "" lists every tenant
+				_, err = c.List(ctx, label)
+				lgtest.Want(t, err, coordinator.InvalidInput)
+				_, err = c.Watch(ctx, label)
+				lgtest.Want(t, err, coordinator.InvalidInput)
+			}
+			badGrant := g
+			badGrant.Owner = label
+			lgtest.Want(t, c.Renew(ctx, badGrant), coordinator.InvalidInput)
+			lgtest.Want(t, c.Release(ctx, badGrant), coordinator.InvalidInput)
+			_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: label})
+			lgtest.Want(t, err, coordinator.InvalidInput)
+		})
+	}
+	t.Run("ttl", func(t *testing.T) {
+		for _, ttl := range []time.Duration{-time.Second, 0, 1500 * time.Millisecond, time.Millisecond} {
+			_, err := c.NewSession(ctx, "worker", ttl)
+			lgtest.Want(t, err, coordinator.InvalidInput)
+		}
+		_, err := c.NewSession(ctx, "worker", 2*time.Second, coordinator.WithMargin(3*time.Second))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		_, err = c.NewSession(ctx, "worker", 2*time.Second, coordinator.WithMargin(-time.Second))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	})
+	t.Run("grant fields", func(t *testing.T) {
+		for name, mut := range map[string]func(*coordinator.Grant){
+			"no realm":       func(g *coordinator.Grant) { g.Realm = "" },
+			"zero epoch":     func(g *coordinator.Grant) { g.Epoch = 0 },
+			"negative epoch": func(g *coordinator.Grant) { g.Epoch = -1 },
+			"negative lease": func(g *coordinator.Grant) { g.Lease = -5 },
+		} {
+			bg := g
+			mut(&bg)
+			lgtest.Want(t, c.Renew(ctx, bg), coordinator.InvalidInput)
+			_, err := fencedtxn.Commit(ctx, c, bg, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"})
+			if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+	})
+	t.Run("intent", func(t *testing.T) {
+		for name, in := range map[string]fencedtxn.Intent{
+			"negative version": {Tenant: "t", Task: "k", Operation: "op", ExpectedVersion: -1},
+			"oversized value":  {Tenant: "t", Task: "k", Operation: "op", Value: strings.Repeat("v", fencedtxn.DefaultMaxValueBytes+1)},
+		} {
+			_, err := fencedtxn.Commit(ctx, c, g, in)
+			if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "0123456789"}, fencedtxn.WithMaxValueBytes(8))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}, fencedtxn.WithMaxValueBytes(0))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"},
+			fencedtxn.WithOps(clientv3.OpPut(c.Keys().State("t", "k"), "smuggled")))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"},
+			fencedtxn.WithOps(clientv3.OpDelete("/", clientv3.WithPrefix())))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	})
+	t.Run("options", func(t *testing.T) {
+		for _, p := range []string{"", "leasegate", "/trailing/", "/", "/with space"} {
+			_, err := coordinator.New(ctx, c.Client(), coordinator.WithPrefix(p))
+			lgtest.Want(t, err, coordinator.InvalidInput)
+		}
+		_, err := coordinator.New(ctx, nil)
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	})
+	if d := before.Diff(lgtest.Snap(t, c.Client(), "")); d != "" {
+		t.Fatalf("bad input changed the keyspace:\n%s", d)
+	}
+}
+
+func TestTTLBelowClusterMinimumIsRefused(t *testing.T) {
+	t.Parallel()
+	// 150 ms heartbeats, 1.5 s elections: etcd's minimum TTL is 3 s.
+	cl := embedtest.NewCluster(t, embedtest.WithTiming(150, 1500))
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	_, err := c.NewSession(ctx, "worker", time.Second)
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	if !strings.Contains(err.Error(), "3s") {
+		t.Fatalf("error does not name the TTL in force: %v", err)
+	}
+	leases, err := c.Client().Leases(ctx)
+	if err != nil || len(leases.Leases) != 0 {
+		t.Fatalf("the raised lease was not revoked: %+v %v", leases, err)
+	}
+	s := lgtest.Session(t, c, "worker", 3*time.Second)
+	if s.TTL() != 3*time.Second {
+		t.Fatalf("TTL %v", s.TTL())
+	}
+}
