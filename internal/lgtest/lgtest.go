@@ -11,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -150,5 +151,18 @@ func Want(t testing.TB, err error, want coordinator.Disposition) {
 	t.Helper()
 	if got := coordinator.DispositionOf(err); got != want {
 		t.Fatalf("disposition %q, want %q (err: %v)", got, want, err)
+	}
+}
+
+// LeakOptions are the goleak options of every package's TestMain. They
+// ignore only net/http connection goroutines that embedded etcd members'
+// peer (rafthttp) transports leave behind for a moment after Close; leasegate
+// itself uses no net/http.
+func LeakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
 	}
 }

@@ -1,0 +1,128 @@
+package coordinator_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestOwnerAndList(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	lgtest.Claim(t, s, "t", "idle")
+	for i, op := range []string{"first", "second"} {
+		if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: op, Value: op, ExpectedVersion: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own, err := c.Owner(ctx, "t", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Owner != "worker" || own.Epoch != g.Epoch || own.Lease != g.Lease || own.Fence != g.Epoch ||
+		own.StateVersion != 2 || own.LastOperation != "second" || own.TTLLeft < 1 || own.Revision <= g.Epoch {
+		t.Fatalf("Owner: %+v for grant %+v", own, g)
+	}
+	none, err := c.Owner(ctx, "t", "never")
+	if err != nil || none.Owned() || none.Fence != 0 || none.TTLLeft != -1 {
+		t.Fatalf("unclaimed task: %+v %v", none, err)
+	}
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.List(ctx, "t")
+	if err != nil || len(list) != 2 {
+		t.Fatalf("List: %+v %v", list, err)
+	}
+	if l := list[1]; l.Task != "k" || l.Owned() || l.Fence != g.Epoch || l.StateVersion != 2 || l.LastOperation != "second" {
+		t.Fatalf("released task in list: %+v", l)
+	}
+	if l := list[0]; l.Task != "idle" || l.Owner != "worker" || l.TTLLeft < 1 {
+		t.Fatalf("held task in list: %+v", l)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	pre := lgtest.Claim(t, s, "t", "before")
+	lgtest.Claim(t, s, "other-tenant", "ignored")
+	events, err := c.Watch(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, events, coordinator.EventOwned, "before", pre.Epoch)
+	g := lgtest.Claim(t, s, "t", "k")
+	expect(t, events, coordinator.EventClaimed, "k", g.Epoch)
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, events, coordinator.EventVacated, "k", g.Epoch)
+}
+
+// TestWatchSurvivesCompaction cuts a watcher off from the cluster, changes
+// ownership and compacts the history it missed, then lets it back: it must
+// re-list and report what changed.
+func TestWatchSurvivesCompaction(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	cl.WaitLeader(t)
+	ctx := lgtest.Ctx(t)
+	c := lgtest.Coordinator(t, cl)
+	// The watcher talks to member 0 only.
+	cli0, err := clientOf(cl.Member(0).ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli0.Close() })
+	w, err := coordinator.New(ctx, cli0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := w.Watch(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	gone := lgtest.Claim(t, s, "t", "gone")
+	expect(t, events, coordinator.EventClaimed, "gone", gone.Epoch)
+
+	cl.Member(0).Stop(t)
+	if err := c.Release(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	fresh := lgtest.Claim(t, s, "t", "fresh")
+	if _, err := c.Client().Compact(ctx, fresh.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	cl.Member(0).Restart(t)
+
+	expect(t, events, coordinator.EventVacated, "gone", gone.Epoch)
+	expect(t, events, coordinator.EventOwned, "fresh", fresh.Epoch)
+}
+
+func expect(t *testing.T, events <-chan coordinator.OwnershipEvent, typ coordinator.EventType, task string, epoch int64) {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		if ev.Type != typ || ev.Ownership.Task != task || ev.Ownership.Epoch != epoch {
+			t.Fatalf("event %s %+v; want %s of %s at epoch %d", ev.Type, ev.Ownership, typ, task, epoch)
+		}
+	case <-time.After(lgtest.Timeout):
+		t.Fatalf("no %s event for %s", typ, task)
+	}
+}
