@@ -11,9 +11,15 @@ import (
 
 // Claim grants the session the task if nobody holds it, in one Txn:
 //
-//	If(Value(realm) == R, ModRevision(owner) == 0)
+//	If(Value(realm) == R, ModRevision(realm) == Rrev, ModRevision(owner) < Rrev)
 //	Then(Put(owner, O, lease L), Put(fence, {O, L}))
 //	Else(Get(owner), Get(realm))
+//
+// where Rrev is the revision the realm was written at. An owner key older
+// than the realm was written under an earlier realm (before a rotation): it
+// holds nothing, and the claim replaces it. Without a rotation this is
+// DESIGN.md's ModRevision(owner) == 0, since every owner key is younger than
+// the realm.
 //
 // The epoch is that Txn's revision. Grant issuance and fence publication are
 // the same Txn: the previous owner is refused from the instant the grant
@@ -41,12 +47,13 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 	// A realm rotated since this coordinator read it is adopted once: a
 	// claim carries no authority of its own, so it may start the new realm.
 	for try := 0; ; try++ {
-		realm := c.Realm()
+		realm, realmRev := c.realmAt()
 		var resp *clientv3.TxnResponse
 		err := r.do(ctx, func(ctx context.Context) (err error) {
 			resp, err = c.client.Txn(ctx).
 				If(clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
-					clientv3.Compare(clientv3.ModRevision(owner), "=", 0)).
+					clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", realmRev),
+					clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev)).
 				Then(clientv3.OpPut(owner, s.owner, clientv3.WithLease(s.lease)),
 					clientv3.OpPut(fence, string(fenceValue))).
 				Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).
@@ -65,15 +72,16 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 		switch {
 		case stored == nil:
 			return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)
-		case string(stored.Value) != realm:
+		case string(stored.Value) != realm || stored.ModRevision != realmRev:
 			if try > 0 {
 				return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the realm keeps changing", nil)
 			}
 			s.lg.Warn("realm changed; adopting it", zap.String("old-realm", realm), zap.String("realm", string(stored.Value)))
-			c.adoptRealm(string(stored.Value))
+			c.adoptRealm(string(stored.Value), stored.ModRevision)
 			continue
 		case held.Lease == int64(s.lease) && string(held.Value) == s.owner:
-			// Our own earlier claim, whose answer was lost.
+			// Our own earlier claim in this realm (the compare would have
+			// passed for an older one), whose answer was lost.
 			g := Grant{Realm: realm, Tenant: tenant, Task: task, Owner: s.owner, Epoch: held.ModRevision, Lease: int64(s.lease)}
 			s.lg.Info("granted (claim retried)", g.fields()...)
 			return g, resp.Header.Revision, nil

@@ -269,16 +269,29 @@ func TestRealmRotateRefusesEveryGrant(t *testing.T) {
 		lgtest.Want(t, c.Renew(ctx, g), coordinator.GenerationMismatch)
 		lgtest.Want(t, c.Release(ctx, g), coordinator.GenerationMismatch)
 	}
-	// A new claim starts the new realm (the holder's owner key is still
-	// there, so release it first by revoking the session).
-	if err := s.Close(ctx); err != nil {
-		t.Fatal(err)
+	// Owner keys written under the old realm hold nothing: the same
+	// session re-claiming gets a new grant (not its old epoch back), and
+	// another session can take a task an old-realm key sits on.
+	g := lgtest.Claim(t, s, "t", "one")
+	if g.Realm != fresh || c.Realm() != fresh || g.Epoch <= g1.Epoch {
+		t.Fatalf("claim after rotation: %+v (coordinator realm %s); want realm %s, epoch above %d", g, c.Realm(), fresh, g1.Epoch)
 	}
-	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "one")
-	if g.Realm != fresh || c.Realm() != fresh {
-		t.Fatalf("claim after rotation in realm %s (coordinator %s); want %s", g.Realm, c.Realm(), fresh)
+	taker := lgtest.Claim(t, lgtest.Session(t, other, "taker", 10*time.Second), "t", "two")
+	if taker.Realm != fresh || taker.Epoch <= g2.Epoch {
+		t.Fatalf("claim of a task held under the old realm: %+v", taker)
 	}
-	if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "one", Operation: "op"}); err != nil {
+	for _, cur := range []coordinator.Grant{g, taker} {
+		if _, err := fencedtxn.Commit(ctx, c, cur, fencedtxn.Intent{Tenant: "t", Task: cur.Task, Operation: "op"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stale := range []coordinator.Grant{g1, g2} {
+		_, err := fencedtxn.Commit(ctx, c, stale, fencedtxn.Intent{Tenant: "t", Task: stale.Task, Operation: "op2", ExpectedVersion: 1})
+		lgtest.Want(t, err, coordinator.GenerationMismatch)
+	}
+	// The re-claimed session's keepalive still runs: a renewal of the new
+	// grant succeeds, one of the old is still refused.
+	if err := c.Renew(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,8 +16,9 @@ type Coordinator struct {
 	keys   Keyspace
 	lg     *zap.Logger
 
-	mu    sync.Mutex
-	realm string
+	mu       sync.Mutex
+	realm    string
+	realmRev int64 // ModRevision of the realm key: owner keys older than it belong to an earlier realm
 }
 
 // New reads the realm at <prefix>/realm, creating it if absent.
@@ -47,19 +48,26 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 		return nil, err
 	}
 	if resp.Succeeded {
-		c.realm = fresh
+		c.realm, c.realmRev = fresh, resp.Header.Revision
 		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", o.prefix))
 	} else {
-		c.realm = string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+		kv := resp.Responses[0].GetResponseRange().Kvs[0]
+		c.realm, c.realmRev = string(kv.Value), kv.ModRevision
 	}
 	return c, nil
 }
 
 // Realm is the realm this coordinator issues grants under.
 func (c *Coordinator) Realm() string {
+	r, _ := c.realmAt()
+	return r
+}
+
+// realmAt is the realm and the revision at which it was written.
+func (c *Coordinator) realmAt() (string, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.realm
+	return c.realm, c.realmRev
 }
 
 // Keys is the coordinator's keyspace.
@@ -93,20 +101,21 @@ func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	fresh := uuid.NewString()
 	old := c.Realm()
-	err := request{op: "realm rotate", mutating: true}.do(ctx, func(ctx context.Context) error {
-		_, err := c.client.Put(ctx, c.keys.Realm(), fresh)
+	var resp *clientv3.PutResponse
+	err := request{op: "realm rotate", mutating: true}.do(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.client.Put(ctx, c.keys.Realm(), fresh)
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
-	c.adoptRealm(fresh)
+	c.adoptRealm(fresh, resp.Header.Revision)
 	c.lg.Warn("realm rotated: every outstanding grant is now refused", zap.String("old-realm", old), zap.String("realm", fresh))
 	return fresh, nil
 }
 
-func (c *Coordinator) adoptRealm(r string) {
+func (c *Coordinator) adoptRealm(r string, rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.realm = r
+	c.realm, c.realmRev = r, rev
 }

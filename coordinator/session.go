@@ -91,7 +91,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 		go s.keepAlive()
 	} else {
 		close(s.donec)
-		s.timer = time.AfterFunc(ttl-o.margin, func() { s.stop(ErrSessionDeadline) })
+		s.timer = time.AfterFunc(time.Until(s.deadline), func() { s.stop(ErrSessionDeadline) })
 	}
 	s.lg.Info("session started", zap.Duration("ttl", ttl), zap.Bool("keepalive", o.keepAlive))
 	return s, nil
@@ -150,6 +150,11 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// Live is nil while the session may act, and an expired_owner error with
+// the cause once it may not (lease lost, local deadline passed, closed). It
+// asks nothing of etcd.
+func (s *Session) Live() error { return s.usable("session", "", "") }
 
 // usable refuses an action of a session that can no longer act.
 func (s *Session) usable(op, tenant, task string) error {

@@ -52,6 +52,7 @@ type CommitOption func(*commitOptions) error
 type commitOptions struct {
 	ops      []clientv3.Op
 	maxValue int
+	session  *coordinator.Session
 }
 
 // WithOps adds the caller's own puts and deletes to the fenced Txn: they
@@ -60,6 +61,19 @@ type commitOptions struct {
 func WithOps(ops ...clientv3.Op) CommitOption {
 	return func(o *commitOptions) error {
 		o.ops = append(o.ops, ops...)
+		return nil
+	}
+}
+
+// WithSession makes the commit refuse itself, before any I/O, once the
+// session that holds the grant can no longer act (coordinator.Session.Live):
+// past its local deadline, a worker stops before etcd has to stop it.
+func WithSession(s *coordinator.Session) CommitOption {
+	return func(o *commitOptions) error {
+		if s == nil {
+			return fmt.Errorf("nil session")
+		}
+		o.session = s
 		return nil
 	}
 }
@@ -92,6 +106,11 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	}
 	if err := validate(c, g, in, o); err != nil {
 		return Receipt{}, err
+	}
+	if o.session != nil {
+		if err := o.session.Live(); err != nil {
+			return Receipt{}, err
+		}
 	}
 	if in.Tenant != g.Tenant || in.Task != g.Task {
 		return Receipt{}, coordinator.Refusal(coordinator.ScopeMismatch, "commit", in.Tenant, in.Task,

@@ -1,0 +1,127 @@
+package fencedtxn_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestDigestIsInjective(t *testing.T) {
+	t.Parallel()
+	base := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v", ExpectedVersion: 1}
+	variants := []fencedtxn.Intent{
+		base,
+		{Tenant: "tk", Task: "", Operation: "op", Value: "v", ExpectedVersion: 1},
+		{Tenant: "t", Task: "kop", Operation: "", Value: "v", ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "opv", Value: "", ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "op", Value: "v", ExpectedVersion: 2},
+		{Tenant: "t", Task: "k", Operation: "op", Value: "v\x00", ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "o", Value: "pv", ExpectedVersion: 1},
+	}
+	seen := map[string]int{}
+	for i, in := range variants {
+		d := fencedtxn.Digest(in)
+		if j, dup := seen[d]; dup {
+			t.Fatalf("intents %d and %d share digest %s", i, j, d)
+		}
+		seen[d] = i
+	}
+	if fencedtxn.Digest(base) != fencedtxn.Digest(variants[0]) {
+		t.Fatal("digest is not deterministic")
+	}
+}
+
+func TestCommitBinaryValueAndCallerOps(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+	value := string([]byte{0, 0xff, '\n', 'x'})
+	r, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: value},
+		fencedtxn.WithOps(clientv3.OpPut("/app/t/k", "mine"), clientv3.OpDelete("/app/t/old")))
+	if err != nil || r.Disposition != coordinator.Committed {
+		t.Fatalf("commit: %+v %v", r, err)
+	}
+	got, err := c.Client().Get(ctx, "/app/t/k")
+	if err != nil || len(got.Kvs) != 1 || got.Kvs[0].ModRevision != r.Revision {
+		t.Fatalf("caller op not applied in the commit's Txn: %+v %v (commit at %d)", got, err, r.Revision)
+	}
+	st, err := c.Client().Get(ctx, c.Keys().State("t", "k"))
+	if err != nil || len(st.Kvs) != 1 {
+		t.Fatal(err)
+	}
+	var rec coordinator.StateRecord
+	if err := json.Unmarshal(st.Kvs[0].Value, &rec); err != nil || string(rec.Value) != value || rec.Version != 1 || rec.Epoch != g.Epoch {
+		t.Fatalf("state record %+v %v", rec, err)
+	}
+	// A refused commit applies none of the caller's ops.
+	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op2", Value: "x"},
+		fencedtxn.WithOps(clientv3.OpPut("/app/t/refused", "no")))
+	lgtest.Want(t, err, coordinator.VersionConflict)
+	if got, _ := c.Client().Get(ctx, "/app/t/refused"); len(got.Kvs) != 0 {
+		t.Fatal("a refused commit applied the caller's op")
+	}
+}
+
+func TestGuardFencesCallersTxn(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	put := func(g coordinator.Grant, extra ...clientv3.Cmp) error {
+		resp, err := c.Client().Txn(ctx).
+			If(append(fencedtxn.Guard(c, g), extra...)...).
+			Then(clientv3.OpPut("/app/value", g.Owner)).
+			Else(fencedtxn.GuardReads(c, g)...).
+			Commit()
+		if err != nil {
+			return err
+		}
+		return fencedtxn.Refusal(c, g, resp)
+	}
+	if err := put(g); err != nil {
+		t.Fatal(err)
+	}
+	// The grant is current; the caller's own compare failed: nil.
+	if err := put(g, clientv3.Compare(clientv3.Value("/app/value"), "=", "other")); err != nil {
+		t.Fatalf("own compare failing classified as %v", err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lgtest.Want(t, put(g), coordinator.ExpiredOwner)
+	next := lgtest.Claim(t, lgtest.Session(t, c, "next", 10*time.Second), "t", "k")
+	lgtest.Want(t, put(g), coordinator.StaleOwner)
+	if err := put(next); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWithSessionStopsPastLocalDeadline(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	s := lgtest.Session(t, c, "worker", time.Second, coordinator.WithoutKeepAlive())
+	g := lgtest.Claim(t, s, "t", "k")
+	<-s.Done()
+	before := lgtest.Snap(t, c.Client(), c.Keys().Prefix())
+	// No etcd is needed to refuse: an expired context proves no I/O.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := fencedtxn.Commit(done, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}, fencedtxn.WithSession(s))
+	lgtest.Want(t, err, coordinator.ExpiredOwner)
+	if d := before.Diff(lgtest.Snap(t, c.Client(), c.Keys().Prefix())); d != "" {
+		t.Fatalf("refused commit wrote:\n%s", d)
+	}
+}
