@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -123,5 +124,47 @@ func TestWithSessionStopsPastLocalDeadline(t *testing.T) {
 	lgtest.Want(t, err, coordinator.ExpiredOwner)
 	if d := before.Diff(lgtest.Snap(t, c.Client(), c.Keys().Prefix())); d != "" {
 		t.Fatalf("refused commit wrote:\n%s", d)
+	}
+}
+
+// TestDeadlineAfterSendIsOutcomeUnknown sends a commit to a member that has
+// lost its quorum: the request reaches etcd, the deadline passes with no
+// answer, and the outcome is unknown — never a hold, never a refusal.
+// Retrying the same intent after quorum returns tells what happened.
+func TestDeadlineAfterSendIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	cl.WaitLeader(t)
+	ctx := lgtest.Ctx(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Member(0).ClientURL()}, DialTimeout: 5 * time.Second,
+		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	c, err := coordinator.New(ctx, cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 30*time.Second), "t", "k")
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v"}
+
+	cl.Member(1).Stop(t)
+	cl.Member(2).Stop(t)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = fencedtxn.Commit(short, c, g, in)
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+
+	cl.Member(1).Restart(t)
+	cl.Member(2).Restart(t)
+	cl.WaitLeader(t)
+	r, err := fencedtxn.Commit(ctx, c, g, in)
+	if err != nil || (r.Disposition != coordinator.Committed && r.Disposition != coordinator.HistoricalRetry) || r.CommittedVersion != 1 {
+		t.Fatalf("retry of the unknown commit: %+v %v", r, err)
+	}
+	again, err := fencedtxn.Commit(ctx, c, g, in)
+	if err != nil || again.Disposition != coordinator.HistoricalRetry || again.Revision != r.Revision {
+		t.Fatalf("second retry: %+v %v; want the receipt of %+v", again, err, r)
 	}
 }
