@@ -1,0 +1,152 @@
+// Package cli is leasegate's operator tool: claim, commit, inspect and run
+// under a lease from a shell, against etcd.
+//
+// New builds the urfave/cli application. Every command is a named action in
+// the file of its noun (claim.go: claim, renew, release; commit.go; status.go:
+// status, list, watch; lease.go; realm.go; run.go; etcd.go). Results go
+// through one printer (printer.go) to App.Writer — a table for people, one
+// JSON object per result with a "disposition" field for scripts — and every
+// error is reported once and mapped to an exit code in exit.go. Nothing here
+// calls os.Exit: cli/leasegate/main.go does, with ExitCode.
+//
+// Guarantees: bad input (labels, TTLs, versions, grant files, flags) is
+// refused with exit 2 before any connection to etcd; a request that never
+// reached etcd is exit 3 (a hold), never a refusal; a refusal is exit 1 and
+// prints one line on stderr naming the disposition and what to do next.
+//
+// Non-guarantees: the CLI holds no authority of its own. A grant file is
+// evidence to be checked by etcd at every use; `run` stops its child when it
+// learns that ownership is lost, which is after etcd has already moved on —
+// the fence in every protected commit is what keeps a late child harmless.
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Defaults of the global flags.
+const (
+	defaultEndpoint       = "127.0.0.1:2379"
+	defaultDialTimeout    = 2 * time.Second
+	defaultCommandTimeout = 5 * time.Second
+)
+
+// New builds the leasegate application. Its Writer, ErrWriter and Reader
+// default to the process's stdout, stderr and stdin; set them to run the app
+// in-process. Run it with RunContext and map the error with ExitCode.
+func New() *cli.App {
+	app := &cli.App{
+		Name:  "leasegate",
+		Usage: "etcd-backed leases and fences: claim, commit, inspect and run under a lease",
+		Description: `leasegate answers one question at the moment a protected write happens: is this
+actor, right now, the current owner of this task? Exit codes: 0 done, 1 refused,
+2 invalid input, 3 authority unavailable (hold), 4 outcome unknown (retry the same
+request), 5 ownership lost under 'run'.
+
+Example:
+   leasegate etcd --data-dir /tmp/lg.etcd &
+   leasegate -o json claim --tenant acme --task invoices --owner worker-1 --ttl 30s > grant.json
+   leasegate commit --grant grant.json --operation op-1 --value paid --expected-version 0
+   leasegate list`,
+		Flags:                globalFlags(),
+		EnableBashCompletion: true,
+		Before:               setup,
+		Action:               rootAction,
+		ExitErrHandler:       report,
+		OnUsageError:         usageError,
+		HideVersion:          true,
+		Commands: []*cli.Command{
+			etcdCommand(),
+			claimCommand(),
+			renewCommand(),
+			releaseCommand(),
+			commitCommand(),
+			statusCommand(),
+			listCommand(),
+			watchCommand(),
+			leaseCommand(),
+			realmCommand(),
+			runCommand(),
+		},
+	}
+	for _, c := range app.Commands {
+		prepare(c)
+	}
+	return app
+}
+
+// prepare gives every command the app's handling of usage errors and an
+// action for unknown subcommands, so that urfave never prints a usage dump
+// to stdout or exits with a code of its own.
+func prepare(c *cli.Command) {
+	c.OnUsageError = usageError
+	if len(c.Subcommands) > 0 && c.Action == nil {
+		c.Action = groupAction
+	}
+	for _, s := range c.Subcommands {
+		prepare(s)
+	}
+}
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "endpoints", Usage: "etcd endpoints, comma-separated", Value: cli.NewStringSlice(defaultEndpoint), EnvVars: []string{"LEASEGATE_ENDPOINTS"}},
+		&cli.StringFlag{Name: "prefix", Usage: "key prefix of leasegate's keyspace", Value: coordinator.DefaultPrefix, EnvVars: []string{"LEASEGATE_PREFIX"}},
+		&cli.DurationFlag{Name: "dial-timeout", Usage: "how long to wait for a connection to etcd", Value: defaultDialTimeout},
+		&cli.DurationFlag{Name: "command-timeout", Usage: "how long one command may wait for etcd's answers", Value: defaultCommandTimeout},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table or json", Value: formatTable},
+		&cli.StringFlag{Name: "cacert", Usage: "verify etcd's certificates with this CA bundle", TakesFile: true},
+		&cli.StringFlag{Name: "cert", Usage: "client TLS certificate file", TakesFile: true},
+		&cli.StringFlag{Name: "key", Usage: "client TLS key file", TakesFile: true},
+		&cli.StringFlag{Name: "user", Usage: "etcd user name, or name:password", EnvVars: []string{"LEASEGATE_USER"}},
+		&cli.StringFlag{Name: "password", Usage: "etcd password (prefer the environment variable)", EnvVars: []string{"LEASEGATE_PASSWORD"}},
+		&cli.StringFlag{Name: "log-level", Usage: "log level on stderr: debug, info, warn or error", Value: "error"},
+	}
+}
+
+// rootAction runs when no command is named: help, or a usage error for an
+// unknown command.
+func rootAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return coordinator.Invalid("leasegate", "unknown command %q; see 'leasegate --help'", c.Args().First())
+	}
+	return cli.ShowAppHelp(c)
+}
+
+// groupAction runs for a command group (lease, realm) named without a known
+// subcommand.
+func groupAction(c *cli.Context) error {
+	if c.Args().Present() {
+		return coordinator.Invalid(c.Command.FullName(), "unknown command %q; see 'leasegate %s --help'", c.Args().First(), c.Command.FullName())
+	}
+	return cli.ShowSubcommandHelp(c)
+}
+
+// usageError turns urfave's flag-parsing errors into invalid_input.
+func usageError(c *cli.Context, err error, _ bool) error {
+	name := "leasegate"
+	if c.Command != nil && c.Command.FullName() != "" {
+		name = "leasegate " + c.Command.FullName()
+	}
+	return coordinator.Invalid(strings.TrimPrefix(name, "leasegate "), "%v; see '%s --help'", err, name)
+}
+
+// noArgs refuses stray positional arguments: a mistyped flag must not be
+// silently ignored.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return coordinator.Invalid(c.Command.FullName(), "unexpected argument %q; see 'leasegate %s --help'", c.Args().First(), c.Command.FullName())
+	}
+	return nil
+}
+
+// example formats a command's description with its examples.
+func example(what string, lines ...string) string {
+	return fmt.Sprintf("%s\n\nExample:\n   %s", what, strings.Join(lines, "\n   "))
+}

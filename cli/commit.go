@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/fencedtxn"
+)
+
+func commitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "commit",
+		Usage: "protected write: commit a value under a grant, fenced by its epoch",
+		Description: example(`Writes --value as the task's protected state, in one etcd Txn that checks the
+grant is current (realm, fence, owner, epoch, live lease), that --operation was
+not recorded yet, and that the state is at --expected-version. Prints the
+receipt. Retrying the same operation with the same payload returns the original
+receipt (historical_retry), even to a later owner; the same operation with
+another payload is operation_conflict. --tenant and --task, if given, must name
+the grant's task (scope_mismatch otherwise).`,
+			"leasegate commit --grant grant.json --operation invoice-42-paid --value paid --expected-version 0"),
+		Flags: []cli.Flag{
+			grantFlag(),
+			&cli.StringFlag{Name: "operation", Usage: "operation id: the write's stable identity across retries and owners"},
+			&cli.StringFlag{Name: "value", Usage: "the new protected state"},
+			&cli.Int64Flag{Name: "expected-version", Usage: "the state version the write was decided against (0: never written)"},
+			tenantFlag("tenant the write is for (default: the grant's)"),
+			taskFlag("task the write is for (default: the grant's)"),
+		},
+		Action: commit,
+	}
+}
+
+func commit(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	op := c.Command.FullName()
+	g, err := grantOf(c)
+	if err != nil {
+		return err
+	}
+	l, err := labels(c, "operation")
+	if err != nil {
+		return err
+	}
+	if !c.IsSet("expected-version") {
+		return coordinator.Invalid(op, "--expected-version is required (0 for a task never written)")
+	}
+	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: c.String("value"),
+		ExpectedVersion: c.Int64("expected-version")}
+	if in.ExpectedVersion < 0 {
+		return coordinator.Invalid(op, "--expected-version %d is negative", in.ExpectedVersion)
+	}
+	if len(in.Value) > fencedtxn.DefaultMaxValueBytes {
+		return coordinator.Invalid(op, "--value is %d bytes; at most %d", len(in.Value), fencedtxn.DefaultMaxValueBytes)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"tenant", &in.Tenant}, {"task", &in.Task}} {
+		if c.IsSet(f.name) {
+			if err := coordinator.CheckLabel(f.name, c.String(f.name)); err != nil {
+				return coordinator.Invalid(op, "--%s: %v", f.name, err)
+			}
+			*f.v = c.String(f.name)
+		}
+	}
+	// Commit refuses this before its I/O too; the CLI refuses it before it
+	// connects, so that nothing at all is sent.
+	if in.Tenant != g.Tenant || in.Task != g.Task {
+		return coordinator.Refusal(coordinator.ScopeMismatch, op, in.Tenant, in.Task,
+			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
+	}
+	ctx, cancel := commandContext(c)
+	defer cancel()
+	co, done, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := fencedtxn.Commit(ctx, co, g, in)
+	if err != nil {
+		return err
+	}
+	return globalsOf(c).out.result(r, table{
+		header: []string{"DISPOSITION", "TENANT", "TASK", "OPERATION", "VERSION", "EPOCH", "REVISION"},
+		rows: [][]string{{string(r.Disposition), r.Tenant, r.Task, r.Operation, num(r.CommittedVersion),
+			num(r.Epoch), num(r.Revision)}},
+	})
+}

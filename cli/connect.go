@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// globals are the global flags of one invocation, checked once (setup) and
+// carried to the commands in the context.
+type globals struct {
+	endpoints      []string
+	prefix         string
+	dialTimeout    time.Duration
+	commandTimeout time.Duration
+	tls            *tls.Config
+	user, password string
+	out            printer
+	lg             *zap.Logger
+}
+
+type globalsKey struct{}
+
+// setup is the app's Before: it checks the global flags, before any I/O,
+// and puts them in the context of every command.
+func setup(c *cli.Context) error {
+	g, err := parseGlobals(c)
+	if err != nil {
+		return err
+	}
+	c.Context = context.WithValue(c.Context, globalsKey{}, g)
+	return nil
+}
+
+func parseGlobals(c *cli.Context) (*globals, error) {
+	bad := func(format string, args ...any) (*globals, error) {
+		return nil, coordinator.Invalid("leasegate", format, args...)
+	}
+	g := &globals{
+		prefix:         c.String("prefix"),
+		dialTimeout:    c.Duration("dial-timeout"),
+		commandTimeout: c.Duration("command-timeout"),
+	}
+	for _, e := range c.StringSlice("endpoints") {
+		if e = strings.TrimSpace(e); e != "" {
+			g.endpoints = append(g.endpoints, e)
+		}
+	}
+	if len(g.endpoints) == 0 {
+		return bad("--endpoints is empty")
+	}
+	for _, e := range g.endpoints {
+		if err := checkEndpoint(e); err != nil {
+			return bad("--endpoints: %v", err)
+		}
+	}
+	if g.dialTimeout <= 0 || g.commandTimeout <= 0 {
+		return bad("--dial-timeout %v and --command-timeout %v must be positive", g.dialTimeout, g.commandTimeout)
+	}
+	out, err := newPrinter(c.App.Writer, c.String("output"))
+	if err != nil {
+		return bad("%v", err)
+	}
+	g.out = out
+	level, err := zapcore.ParseLevel(c.String("log-level"))
+	if err != nil {
+		return bad("--log-level %q: use debug, info, warn or error", c.String("log-level"))
+	}
+	g.lg = newLogger(c.App.ErrWriter, level)
+
+	g.user, g.password = c.String("user"), c.String("password")
+	if name, pw, ok := strings.Cut(g.user, ":"); ok && g.password == "" {
+		g.user, g.password = name, pw
+	}
+	switch {
+	case g.user == "" && g.password != "":
+		return bad("--password given without --user")
+	case g.user != "" && g.password == "":
+		return bad("--user %q needs a password: --password, LEASEGATE_PASSWORD or --user name:password", g.user)
+	}
+
+	ca, cert, key := c.String("cacert"), c.String("cert"), c.String("key")
+	if (cert == "") != (key == "") {
+		return bad("--cert and --key go together")
+	}
+	if ca != "" || cert != "" {
+		cfg, err := transport.TLSInfo{TrustedCAFile: ca, CertFile: cert, KeyFile: key}.ClientConfig()
+		if err != nil {
+			return bad("TLS files: %v", err)
+		}
+		g.tls = cfg
+	}
+	return g, nil
+}
+
+// checkEndpoint accepts what etcdctl accepts: host:port, or a URL with a
+// scheme etcd's client knows.
+func checkEndpoint(e string) error {
+	if !strings.Contains(e, "://") {
+		if _, _, err := net.SplitHostPort(e); err != nil {
+			return fmt.Errorf("%q is neither host:port nor a URL", e)
+		}
+		return nil
+	}
+	u, err := url.Parse(e)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return fmt.Errorf("%q has no host", e)
+		}
+	case "unix", "unixs":
+	default:
+		return fmt.Errorf("%q: scheme %q is not http, https, unix or unixs", e, u.Scheme)
+	}
+	return nil
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, level zapcore.Level) *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.EncodeTime = zapcore.RFC3339TimeEncoder
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), level)
+	return zap.New(core).Named("leasegate")
+}
+
+// globalsOf returns the checked global flags; setup always ran before a
+// command's action.
+func globalsOf(c *cli.Context) *globals {
+	g, _ := c.Context.Value(globalsKey{}).(*globals)
+	return g
+}
+
+// commandContext bounds one command's requests by --command-timeout.
+func commandContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Context, globalsOf(c).commandTimeout)
+}
+
+// errDialTimeout is the cause of a connection that never became ready.
+var errDialTimeout = errors.New("no connection within --dial-timeout")
+
+// connect opens a client to etcd and the coordinator of --prefix on it. The
+// first request (the realm's) waits at most --dial-timeout for a connection:
+// a request that never left this process is authority_unavailable, never a
+// refusal. The returned close func closes the client; it does not revoke any
+// lease.
+func connect(ctx context.Context, c *cli.Context) (*coordinator.Coordinator, func(), error) {
+	g := globalsOf(c)
+	cfg := clientv3.Config{
+		Endpoints:   g.endpoints,
+		DialTimeout: g.dialTimeout,
+		DialOptions: coordinator.DialOptions(),
+		TLS:         g.tls,
+		Username:    g.user,
+		Password:    g.password,
+		Logger:      g.lg.Named("etcd-client"),
+	}
+	client, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
+			Detail: fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(g.endpoints, ",")), Err: err}
+	}
+	closeClient := func() { _ = client.Close() }
+	dctx, cancel := context.WithCancelCause(ctx)
+	ready := make(chan struct{})
+	go waitReady(dctx, client, g.dialTimeout, cancel, ready)
+	co, err := coordinator.New(dctx, client, coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg))
+	cancel(nil)
+	<-ready
+	if err != nil {
+		closeClient()
+		if errors.Is(context.Cause(dctx), errDialTimeout) && coordinator.DispositionOf(err) == coordinator.AuthorityUnavailable {
+			err = &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
+				Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)}
+		}
+		return nil, nil, err
+	}
+	return co, closeClient, nil
+}
+
+// waitReady cancels ctx with errDialTimeout unless the client's connection
+// becomes ready within timeout; it returns (closing done) once the
+// connection is ready, the timeout fired, or ctx ended.
+func waitReady(ctx context.Context, client *clientv3.Client, timeout time.Duration, cancel context.CancelCauseFunc, done chan<- struct{}) {
+	defer close(done)
+	tctx, stop := context.WithTimeout(ctx, timeout)
+	defer stop()
+	conn := client.ActiveConnection()
+	conn.Connect()
+	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		if !conn.WaitForStateChange(tctx, s) {
+			if ctx.Err() == nil {
+				cancel(errDialTimeout)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// leasegate's exit codes: one per class of DESIGN.md's disposition table,
+// and one for `run` when the child was stopped because ownership was lost.
+const (
+	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok
+	ExitRefused        = 1 // refused by the authority; nothing written
+	ExitInvalid        = 2 // invalid input or usage; refused before any I/O
+	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
+	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
+	ExitOwnershipLost  = 5 // run: ownership was lost and the child was stopped
+)
+
+// ExitCode maps an error returned by the app to the process's exit status.
+// `run` exits with its child's status (128+n if a signal n ended it).
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitDone
+	}
+	var child childExit
+	if errors.As(err, &child) {
+		return child.code
+	}
+	var lost *ownershipLost
+	if errors.As(err, &lost) {
+		return ExitOwnershipLost
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		// Only urfave makes these (e.g. "No help topic"): usage errors.
+		return ExitInvalid
+	}
+	switch coordinator.DispositionOf(err).Class() {
+	case coordinator.ClassRefused:
+		return ExitRefused
+	case coordinator.ClassInvalid:
+		return ExitInvalid
+	case coordinator.ClassUnavailable:
+		return ExitUnavailable
+	}
+	// outcome_unknown, and any error that names no disposition: never read
+	// as done or as refused.
+	return ExitOutcomeUnknown
+}
+
+// childExit is `run`'s child's own non-zero exit status: not an error of
+// leasegate's, so nothing more is printed for it.
+type childExit struct{ code int }
+
+func (e childExit) Error() string { return fmt.Sprintf("child exited with status %d", e.code) }
+
+// ownershipLost is `run` stopping its child because the grant stopped being
+// current.
+type ownershipLost struct {
+	cause *coordinator.Error
+	grant coordinator.Grant
+	child childStatus
+}
+
+func (e *ownershipLost) Error() string {
+	return fmt.Sprintf("ownership lost: %v; child %s", e.cause, e.child)
+}
+
+func (e *ownershipLost) Unwrap() error { return e.cause }
+
+// errorOutput is what every failure prints with -o json.
+type errorOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Op          string                  `json:"op,omitempty"`
+	Tenant      string                  `json:"tenant,omitempty"`
+	Task        string                  `json:"task,omitempty"`
+	Detail      string                  `json:"detail,omitempty"`
+	Hint        string                  `json:"hint"`
+	Holder      *coordinator.Ownership  `json:"holder,omitempty"`
+	Grant       *coordinator.Grant      `json:"grant,omitempty"` // run: the grant that was lost
+	Child       *childStatus            `json:"child,omitempty"` // run: how the child ended
+}
+
+func errorOutputOf(err error) errorOutput {
+	d := coordinator.DispositionOf(err)
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		d = coordinator.InvalidInput
+	}
+	if d.Class() == coordinator.ClassUnknown {
+		d = coordinator.OutcomeUnknown
+	}
+	out := errorOutput{Disposition: d, Hint: d.Hint(), Detail: err.Error()}
+	var e *coordinator.Error
+	if errors.As(err, &e) {
+		out.Op, out.Tenant, out.Task, out.Holder = e.Op, e.Tenant, e.Task, e.Holder
+		out.Detail = e.Detail
+		if e.Err != nil {
+			out.Detail = strings.TrimPrefix(out.Detail+": "+e.Err.Error(), ": ")
+		}
+	}
+	var lost *ownershipLost
+	if errors.As(err, &lost) {
+		out.Grant, out.Child = &lost.grant, &lost.child
+		out.Detail += "; child " + lost.child.String()
+	}
+	return out
+}
+
+// line is the one line a failure prints on stderr:
+// "<disposition>: <what to do next> [<op> <tenant>/<task>: <what was seen>]".
+func (o errorOutput) line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", o.Disposition, o.Hint)
+	where := o.Op
+	if o.Tenant != "" || o.Task != "" {
+		where += " " + o.Tenant + "/" + o.Task
+	}
+	detail := o.Detail
+	if h := o.Holder; h != nil && o.Disposition == coordinator.Busy && h.Owned() {
+		detail = fmt.Sprintf("held by %q since epoch %d, lease %d", h.Owner, h.Epoch, h.Lease)
+		if h.TTLLeft >= 0 {
+			detail += fmt.Sprintf(", %ds left", h.TTLLeft)
+		}
+	}
+	switch {
+	case where != "" && detail != "":
+		fmt.Fprintf(&b, " [%s: %s]", where, detail)
+	case detail != "":
+		fmt.Fprintf(&b, " [%s]", detail)
+	}
+	return b.String()
+}
+
+// report is the app's ExitErrHandler, the one place a failure is printed:
+// the JSON object on the app's writer with -o json, and always one line on
+// its error writer. It never exits: main does, with ExitCode.
+func report(c *cli.Context, err error) {
+	if err == nil {
+		return
+	}
+	var child childExit
+	if errors.As(err, &child) {
+		return
+	}
+	out := errorOutputOf(err)
+	if g := globalsOf(c); g != nil && g.out.json {
+		_ = json.NewEncoder(c.App.Writer).Encode(out)
+	}
+	fmt.Fprintln(c.App.ErrWriter, out.line())
+}

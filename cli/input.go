@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// The flags several commands share, and the checks that run on them before
+// any I/O.
+
+func tenantFlag(usage string) cli.Flag { return &cli.StringFlag{Name: "tenant", Usage: usage} }
+func taskFlag(usage string) cli.Flag   { return &cli.StringFlag{Name: "task", Usage: usage} }
+func ownerFlag() cli.Flag {
+	return &cli.StringFlag{Name: "owner", Usage: "owner label of the grant (the worker's identity)"}
+}
+func ttlFlag(def time.Duration) cli.Flag {
+	return &cli.DurationFlag{Name: "ttl", Usage: "lease TTL, a whole number of seconds", Value: def}
+}
+func grantFlag() cli.Flag {
+	return &cli.StringFlag{Name: "grant", Usage: "grant file, or - for stdin: a bare grant or claim's JSON output", TakesFile: true}
+}
+
+// labels reads required label flags (tenant, task, owner, operation) in
+// order and checks each is a label.
+func labels(c *cli.Context, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if !c.IsSet(n) {
+			return nil, coordinator.Invalid(c.Command.FullName(), "--%s is required", n)
+		}
+		v := c.String(n)
+		if err := coordinator.CheckLabel(n, v); err != nil {
+			return nil, coordinator.Invalid(c.Command.FullName(), "--%s: %v", n, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// ttlOf checks --ttl the way NewSession will, but before the CLI connects:
+// etcd counts leases in whole seconds.
+func ttlOf(c *cli.Context) (time.Duration, error) {
+	ttl := c.Duration("ttl")
+	if ttl <= 0 || ttl%time.Second != 0 {
+		return 0, coordinator.Invalid(c.Command.FullName(), "--ttl %v must be a positive whole number of seconds", ttl)
+	}
+	return ttl, nil
+}
+
+// maxGrantFile bounds what --grant reads: a grant is a few hundred bytes.
+const maxGrantFile = 64 << 10
+
+// grantOf reads and checks the grant named by --grant: a file, or - for the
+// app's reader. It holds either a bare grant or claim's output
+// ({"disposition":"granted","grant":{…}}).
+func grantOf(c *cli.Context) (coordinator.Grant, error) {
+	op := c.Command.FullName()
+	name := c.String("grant")
+	if name == "" {
+		return coordinator.Grant{}, coordinator.Invalid(op, "--grant is required (a file, or - for stdin)")
+	}
+	var r io.Reader
+	if name == "-" {
+		r = c.App.Reader
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return coordinator.Grant{}, coordinator.Invalid(op, "--grant: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxGrantFile+1))
+	if err != nil {
+		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s: %v", name, err)
+	}
+	if len(data) > maxGrantFile {
+		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s is larger than %d bytes: not a grant", name, maxGrantFile)
+	}
+	g, err := parseGrant(data)
+	if err != nil {
+		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s: %v", name, err)
+	}
+	return g, nil
+}
+
+// parseGrant accepts one JSON object: a bare grant, or claim's output.
+// Unknown fields are refused, so a typo cannot leave a field zero.
+func parseGrant(data []byte) (coordinator.Grant, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return coordinator.Grant{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	raw := data
+	if inner, wrapped := probe["grant"]; wrapped {
+		var d coordinator.Disposition
+		if err := json.Unmarshal(probe["disposition"], &d); err != nil || d != coordinator.Granted {
+			return coordinator.Grant{}, fmt.Errorf("holds a %q answer, not a granted claim", d)
+		}
+		raw = inner
+	}
+	var g coordinator.Grant
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return coordinator.Grant{}, fmt.Errorf("not a grant: %v", err)
+	}
+	if err := g.Validate(); err != nil {
+		return coordinator.Grant{}, err
+	}
+	return g, nil
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+func leaseCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "lease",
+		Usage: "operate on etcd leases directly",
+		Subcommands: []*cli.Command{{
+			Name:  "revoke",
+			Usage: "operator's forced expiry: revoke a lease and every owner key on it",
+			Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
+task claimed on it is vacated and its grant is refused (expired_owner) from
+then on; a 'leasegate run' holding it stops its child. --lease takes the
+decimal ID of a grant (its "lease" field) or 0x followed by etcdctl's hex.`,
+				"leasegate lease revoke --lease 7587883720139372801",
+				"leasegate lease revoke --lease 0x694d7c7e0c1f4a01"),
+			Flags:  []cli.Flag{&cli.StringFlag{Name: "lease", Usage: "lease ID: decimal, or 0x-prefixed hex"}},
+			Action: leaseRevoke,
+		}},
+	}
+}
+
+// revokeOutput is lease revoke's result: which tasks of this keyspace the
+// revocation vacated.
+type revokeOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Lease       int64                   `json:"lease"`
+	TTLLeft     int64                   `json:"ttl_left_seconds"` // what was left when it was revoked
+	Vacated     []taskRef               `json:"vacated"`
+}
+
+type taskRef struct {
+	Tenant string `json:"tenant"`
+	Task   string `json:"task"`
+}
+
+func leaseRevoke(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	op := c.Command.FullName()
+	id, err := leaseID(c.String("lease"))
+	if err != nil {
+		return coordinator.Invalid(op, "--lease: %v", err)
+	}
+	ctx, cancel := commandContext(c)
+	defer cancel()
+	co, done, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	// Read first: a read that fails was never a write (authority
+	// unavailable), and it names the tasks the revocation will vacate.
+	ttl, err := co.Client().TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
+	if err != nil {
+		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "reading the lease failed", Err: err}
+	}
+	if ttl.TTL < 0 {
+		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
+			Detail: fmt.Sprintf("lease %d not found: it already expired or was revoked", id)}
+	}
+	out := revokeOutput{Disposition: ok, Lease: id, TTLLeft: ttl.TTL, Vacated: []taskRef{}}
+	for _, k := range ttl.Keys {
+		if kind, tenant, task, isTask := co.Keys().ParseTask(string(k)); isTask && kind == "owner" {
+			out.Vacated = append(out.Vacated, taskRef{tenant, task})
+		}
+	}
+	if _, err := co.Client().Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
+				Detail: fmt.Sprintf("lease %d expired or was revoked meanwhile", id), Err: err}
+		}
+		// The revoke may have been sent: only etcd knows. Revoking again
+		// tells (lease not found: it was).
+		return &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
+			Detail: fmt.Sprintf("revoke of lease %d got no answer; run it again to learn", id), Err: err}
+	}
+	globalsOf(c).lg.Info("lease revoked", zap.Int64("lease-id", id), zap.Int("vacated", len(out.Vacated)))
+	t := table{header: []string{"DISPOSITION", "LEASE", "TTL-LEFT", "VACATED"}}
+	var vacated []string
+	for _, v := range out.Vacated {
+		vacated = append(vacated, v.Tenant+"/"+v.Task)
+	}
+	t.rows = [][]string{{string(ok), num(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
+	return globalsOf(c).out.result(out, t)
+}
+
+// leaseID parses a lease ID: decimal as in a grant, or 0x-prefixed hex as
+// etcdctl prints it.
+func leaseID(s string) (int64, error) {
+	if s == "" {
+		return 0, errors.New("required")
+	}
+	var id int64
+	var err error
+	if h, isHex := strings.CutPrefix(strings.ToLower(s), "0x"); isHex {
+		id, err = strconv.ParseInt(h, 16, 64)
+	} else {
+		id, err = strconv.ParseInt(s, 10, 64)
+	}
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a lease ID (a positive decimal, or 0x and hex)", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Output formats of -o/--output.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+)
+
+// ok is the disposition of a command that reads or administers rather than
+// acting under a grant (status, list, watch, lease revoke, realm, etcd):
+// the table of dispositions has no name for "done" outside the protocol.
+const ok coordinator.Disposition = "ok"
+
+// printer writes results to the app's writer: one JSON object per line
+// with a "disposition" field, or a table for people.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func newPrinter(w io.Writer, format string) (printer, error) {
+	switch format {
+	case formatTable:
+		return printer{w: w}, nil
+	case formatJSON:
+		return printer{w: w, json: true}, nil
+	}
+	return printer{}, fmt.Errorf("-o %q: use %s or %s", format, formatTable, formatJSON)
+}
+
+// table is what a result looks like for people: a header and rows.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+// result prints v as one JSON line, or t as an aligned table.
+func (p printer) result(v any, t table) error {
+	if p.json {
+		return json.NewEncoder(p.w).Encode(v)
+	}
+	tw := tabwriter.NewWriter(p.w, 0, 4, 2, ' ', 0)
+	if len(t.header) > 0 {
+		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	}
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// stream prints one result of a stream (watch): a JSON line, or a row
+// padded to fixed widths so that rows printed apart still line up.
+func (p printer) stream(v any, row []string) error {
+	if p.json {
+		return json.NewEncoder(p.w).Encode(v)
+	}
+	tw := tabwriter.NewWriter(p.w, 12, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(row, "\t"))
+	return tw.Flush()
+}
+
+// The shapes of the results, in JSON.
+
+type grantOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Grant       coordinator.Grant       `json:"grant"`
+}
+
+type ownershipOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Ownership   coordinator.Ownership   `json:"ownership"`
+}
+
+type listOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Tasks       []coordinator.Ownership `json:"tasks"`
+}
+
+type eventOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	coordinator.OwnershipEvent
+}
+
+func grantTable(d coordinator.Disposition, g coordinator.Grant) table {
+	return table{
+		header: []string{"DISPOSITION", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REALM"},
+		rows:   [][]string{{string(d), g.Tenant, g.Task, g.Owner, num(g.Epoch), num(g.Lease), g.Realm}},
+	}
+}
+
+var ownershipHeader = []string{"TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "TTL", "STATE-VERSION", "LAST-OPERATION"}
+
+func ownershipRow(o coordinator.Ownership) []string {
+	ttl := "-"
+	if o.Owned() && o.TTLLeft >= 0 {
+		ttl = fmt.Sprintf("%ds", o.TTLLeft)
+	}
+	return []string{o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), numOrDash(o.Lease), ttl,
+		num(o.StateVersion), orDash(o.LastOperation)}
+}
+
+func num(n int64) string { return strconv.FormatInt(n, 10) }
+
+func numOrDash(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return num(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,347 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a command while holding a task; stop it when ownership is lost",
+		ArgsUsage: "-- COMMAND [ARGS...]",
+		Description: example(`Claims the task (with --wait, waits until it is free), keeps the lease alive,
+and runs COMMAND with the grant in its environment: LEASEGATE_TENANT, _TASK,
+_OWNER, _EPOCH, _LEASE, _REALM, _GRANT (the grant's JSON), and _ENDPOINTS and
+_PREFIX so that a 'leasegate commit --grant -' inside reaches the same etcd.
+COMMAND runs in its own process group. If ownership is lost — the lease expires
+or is revoked, the owner key is deleted or replaced, or the realm rotates —
+the group gets SIGTERM, then SIGKILL after --kill-after, and leasegate exits 5.
+On SIGINT or SIGTERM the group gets the same treatment. When COMMAND exits, the
+grant is released and leasegate exits with COMMAND's status (128+n if signal n
+ended it).`,
+			"leasegate run --tenant acme --task invoices --owner worker-1 --ttl 10s -- ./billing-worker --once",
+			`leasegate run --tenant acme --task invoices --owner w2 --wait -- sh -c 'echo "$LEASEGATE_GRANT" | leasegate commit --grant - --operation op-1 --value paid --expected-version 0'`),
+		Flags: []cli.Flag{
+			tenantFlag("tenant of the task"), taskFlag("task to hold"), ownerFlag(), ttlFlag(10 * time.Second),
+			&cli.BoolFlag{Name: "wait", Usage: "wait until the task is free instead of refusing with busy"},
+			&cli.DurationFlag{Name: "kill-after", Usage: "how long after SIGTERM the child's group gets SIGKILL", Value: 10 * time.Second},
+		},
+		Action: run,
+	}
+}
+
+// childStatus is how `run`'s child ended.
+type childStatus struct {
+	ExitCode int    `json:"exit_code"`              // its status; 128+n if signal n ended it
+	Signal   string `json:"signal,omitempty"`       // the signal that ended it, if one did
+	Stopped  string `json:"stopped_with,omitempty"` // SIGTERM or SIGKILL if leasegate stopped it
+}
+
+func (s childStatus) String() string {
+	var b strings.Builder
+	if s.Stopped != "" {
+		fmt.Fprintf(&b, "stopped with %s, ", s.Stopped)
+	}
+	if s.Signal != "" {
+		fmt.Fprintf(&b, "ended by signal %s (status %d)", s.Signal, s.ExitCode)
+	} else {
+		fmt.Fprintf(&b, "exited with status %d", s.ExitCode)
+	}
+	return b.String()
+}
+
+// runOutput is run's result with -o json when ownership held to the end.
+type runOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"` // released, or why the release failed
+	Grant       coordinator.Grant       `json:"grant"`
+	Child       childStatus             `json:"child"`
+}
+
+func run(c *cli.Context) error {
+	op := c.Command.FullName()
+	l, err := labels(c, "tenant", "task", "owner")
+	if err != nil {
+		return err
+	}
+	tenant, task, owner := l[0], l[1], l[2]
+	ttl, err := ttlOf(c)
+	if err != nil {
+		return err
+	}
+	killAfter := c.Duration("kill-after")
+	if killAfter < 0 {
+		return coordinator.Invalid(op, "--kill-after %v is negative", killAfter)
+	}
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return coordinator.Invalid(op, "no command to run; see 'leasegate run --help'")
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return coordinator.Invalid(op, "command %q: %v", args[0], err)
+	}
+	g := globalsOf(c)
+	lg := g.lg.Named("run").With(zap.String("tenant", tenant), zap.String("task", task), zap.String("owner", owner))
+
+	ctx, cancel := commandContext(c)
+	defer cancel()
+	co, done, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	s, err := co.NewSession(ctx, owner, ttl)
+	if err != nil {
+		return err
+	}
+	// Closing revokes the lease: whatever happens below, no owner key of
+	// this run outlives it.
+	defer func() {
+		cctx, ccancel := cleanupContext(c)
+		defer ccancel()
+		if err := s.Close(cctx); err != nil {
+			lg.Warn("revoking the session's lease failed; it expires after its TTL", zap.Error(err))
+		}
+	}()
+	var grant coordinator.Grant
+	if c.Bool("wait") {
+		grant, err = s.Acquire(c.Context, tenant, task)
+	} else {
+		grant, err = s.Claim(ctx, tenant, task)
+	}
+	if err != nil {
+		return err
+	}
+	lg = lg.With(zap.Int64("epoch", grant.Epoch), zap.Int64("lease-id", grant.Lease))
+
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Args[0] = args[0]
+	cmd.Env = append(os.Environ(), childEnv(g, grant)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.App.Reader, c.App.Writer, c.App.ErrWriter
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second // bounds waiting on output pipes a grandchild holds
+	if err := cmd.Start(); err != nil {
+		return coordinator.Invalid(op, "cannot start %q: %v", args[0], err)
+	}
+	lg.Info("child started", zap.Int("pid", cmd.Process.Pid))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	mctx, stopMonitor := context.WithCancel(context.Background())
+	lostc := make(chan *coordinator.Error, 1)
+	go func() { lostc <- monitorOwnership(mctx, co, s, grant, lg) }()
+
+	var lost *coordinator.Error
+	var stopped string
+	select {
+	case <-exited:
+	case lost = <-lostc:
+		lg.Warn("ownership lost; stopping the child", zap.String("disposition", string(lost.Disposition)), zap.String("detail", lost.Detail))
+		stopped = stopChild(cmd, exited, killAfter, lg)
+	case <-c.Context.Done():
+		lg.Info("interrupted; stopping the child")
+		stopped = stopChild(cmd, exited, killAfter, lg)
+	}
+	stopMonitor()
+	if lost == nil {
+		// The child ended first: a loss seen now is the release's to report.
+		<-lostc
+	}
+	status := statusOf(cmd.ProcessState, stopped)
+	lg.Info("child ended", zap.Stringer("status", status))
+	if lost != nil {
+		return &ownershipLost{cause: lost, grant: grant, child: status}
+	}
+
+	out := runOutput{Disposition: coordinator.Released, Grant: grant, Child: status}
+	rctx, rcancel := cleanupContext(c)
+	defer rcancel()
+	if err := co.Release(rctx, grant); err != nil {
+		out.Disposition = coordinator.DispositionOf(err)
+		fmt.Fprintf(c.App.ErrWriter, "%s\n", errorOutputOf(err).line())
+	}
+	if g.out.json {
+		if err := g.out.result(out, table{}); err != nil {
+			return err
+		}
+	}
+	if status.ExitCode != 0 {
+		return childExit{status.ExitCode}
+	}
+	return nil
+}
+
+// cleanupContext bounds the requests run makes after its child, even when
+// the command's context was cancelled by a signal.
+func cleanupContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.Context), globalsOf(c).commandTimeout)
+}
+
+// childEnv is the grant, as the child sees it.
+func childEnv(g *globals, grant coordinator.Grant) []string {
+	raw, _ := json.Marshal(grant)
+	return []string{
+		"LEASEGATE_TENANT=" + grant.Tenant,
+		"LEASEGATE_TASK=" + grant.Task,
+		"LEASEGATE_OWNER=" + grant.Owner,
+		"LEASEGATE_EPOCH=" + strconv.FormatInt(grant.Epoch, 10),
+		"LEASEGATE_LEASE=" + strconv.FormatInt(grant.Lease, 10),
+		"LEASEGATE_REALM=" + grant.Realm,
+		"LEASEGATE_GRANT=" + string(raw),
+		"LEASEGATE_ENDPOINTS=" + strings.Join(g.endpoints, ","),
+		"LEASEGATE_PREFIX=" + g.prefix,
+	}
+}
+
+// stopChild sends SIGTERM to the child's process group, SIGKILL after
+// killAfter if the child has not exited, and waits for it. It returns the
+// last signal sent.
+func stopChild(cmd *exec.Cmd, exited <-chan error, killAfter time.Duration, lg *zap.Logger) string {
+	pgid := cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		lg.Debug("SIGTERM", zap.Error(err))
+	}
+	timer := time.NewTimer(killAfter)
+	defer timer.Stop()
+	select {
+	case <-exited:
+		return "SIGTERM"
+	case <-timer.C:
+	}
+	lg.Warn("child still running after --kill-after; sending SIGKILL", zap.Duration("kill-after", killAfter))
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+		lg.Debug("SIGKILL", zap.Error(err))
+	}
+	<-exited
+	return "SIGKILL"
+}
+
+func statusOf(ps *os.ProcessState, stopped string) childStatus {
+	st := childStatus{ExitCode: ps.ExitCode(), Stopped: stopped}
+	if ws, isUnix := ps.Sys().(syscall.WaitStatus); isUnix && ws.Signaled() {
+		st.Signal = ws.Signal().String()
+		st.ExitCode = 128 + int(ws.Signal())
+	}
+	return st
+}
+
+// watchRetry paces re-creating a watch that etcd cut (no leader, etcd
+// down): the session's local deadline, not this loop, is what ends
+// ownership while etcd cannot be reached.
+const watchRetry = 500 * time.Millisecond
+
+// monitorOwnership returns why grant stopped being current, as soon as etcd
+// shows it — the session ends (lease lost or local deadline passed), the
+// owner key is deleted or rewritten, or the realm changes — or nil once ctx
+// is done. It watches from the revision after the claim, so nothing between
+// the claim and the watch is missed; it never polls.
+func monitorOwnership(ctx context.Context, co *coordinator.Coordinator, s *coordinator.Session, g coordinator.Grant, lg *zap.Logger) *coordinator.Error {
+	k := co.Keys()
+	from := g.Epoch + 1
+	for {
+		lost, next, err := watchOnce(ctx, co, s, g, from)
+		if lost != nil || ctx.Err() != nil {
+			return lost
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			// History from `from` is gone: ask etcd whether the grant is
+			// still current, and watch on from the revision of that answer.
+			resp, terr := co.Txn(ctx, coordinator.TxnRequest{Op: "run", Tenant: g.Tenant, Task: g.Task,
+				If: co.Guard(g), Else: co.GuardReads(g), ReadOnly: true})
+			if terr == nil && !resp.Succeeded {
+				var e *coordinator.Error
+				if errors.As(co.CheckGuard("run", g, resp.Responses), &e) {
+					return e
+				}
+			}
+			if terr == nil {
+				next = resp.Header.Revision + 1
+			}
+		}
+		lg.Info("ownership watch cut; watching again", zap.Error(err), zap.String("owner-key", k.Owner(g.Tenant, g.Task)))
+		from = next
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.Done():
+			return sessionLost(g, s)
+		case <-time.After(watchRetry):
+		}
+	}
+}
+
+// watchOnce watches the owner key and the realm from revision `from` until
+// ownership is lost (lost != nil), ctx ends, or etcd cuts the watch (err,
+// and the revision to resume from).
+func watchOnce(ctx context.Context, co *coordinator.Coordinator, s *coordinator.Session, g coordinator.Grant, from int64) (lost *coordinator.Error, next int64, err error) {
+	k := co.Keys()
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	owner := co.Client().Watch(wctx, k.Owner(g.Tenant, g.Task), clientv3.WithRev(from))
+	realm := co.Client().Watch(wctx, k.Realm(), clientv3.WithRev(from))
+	refuse := func(d coordinator.Disposition, format string, args ...any) *coordinator.Error {
+		return coordinator.Refusal(d, "run", g.Tenant, g.Task, fmt.Sprintf(format, args...))
+	}
+	next = from
+	for {
+		var resp clientv3.WatchResponse
+		var open bool
+		select {
+		case <-ctx.Done():
+			return nil, next, ctx.Err()
+		case <-s.Done():
+			return sessionLost(g, s), next, nil
+		case resp, open = <-owner:
+			if !open || resp.Err() != nil {
+				return nil, next, cutError(resp, open)
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == mvccpb.DELETE {
+					return refuse(coordinator.ExpiredOwner, "the owner key of epoch %d was deleted at revision %d (lease expired or revoked, or the grant released)",
+						g.Epoch, ev.Kv.ModRevision), next, nil
+				}
+				return refuse(coordinator.StaleOwner, "the owner key was rewritten at revision %d to %q", ev.Kv.ModRevision, ev.Kv.Value), next, nil
+			}
+		case resp, open = <-realm:
+			if !open || resp.Err() != nil {
+				return nil, next, cutError(resp, open)
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == mvccpb.DELETE || string(ev.Kv.Value) != g.Realm {
+					return refuse(coordinator.GenerationMismatch, "the realm changed at revision %d", ev.Kv.ModRevision), next, nil
+				}
+				next = max(next, ev.Kv.ModRevision+1)
+			}
+		}
+	}
+}
+
+func cutError(resp clientv3.WatchResponse, open bool) error {
+	if !open {
+		return errors.New("watch channel closed")
+	}
+	return resp.Err()
+}
+
+func sessionLost(g coordinator.Grant, s *coordinator.Session) *coordinator.Error {
+	e := coordinator.Refusal(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act")
+	e.Err = s.Err()
+	return e
+}
