@@ -103,10 +103,7 @@ func TestClaimRetriedAfterLostResponse(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	ctx := lgtest.Ctx(t)
-	c, err := coordinator.New(ctx, cli)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := lgtest.CoordinatorOf(t, cli)
 	s := lgtest.Session(t, c, "worker", 10*time.Second)
 
 	d.armed.Store(true)

@@ -81,15 +81,7 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	ctx := lgtest.Ctx(t)
 	c := lgtest.Coordinator(t, cl)
 	// The watcher talks to member 0 only.
-	cli0, err := clientOf(cl.Member(0).ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli0.Close() })
-	w, err := coordinator.New(ctx, cli0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := lgtest.CoordinatorOf(t, lgtest.MemberClient(t, cl, 0))
 	events, err := w.Watch(ctx, "t")
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -143,8 +142,3 @@ func TestDispositionOf(t *testing.T) {
 func errorsJoin(err error) error { return fmt.Errorf("outer: %w", err) }
 
 func clientLeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
-
-func clientOf(endpoint string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second,
-		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
-}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -136,16 +135,7 @@ func TestDeadlineAfterSendIsOutcomeUnknown(t *testing.T) {
 	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
 	cl.WaitLeader(t)
 	ctx := lgtest.Ctx(t)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Member(0).ClientURL()}, DialTimeout: 5 * time.Second,
-		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	c, err := coordinator.New(ctx, cli)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := lgtest.CoordinatorOf(t, lgtest.MemberClient(t, cl, 0))
 	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 30*time.Second), "t", "k")
 	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v"}
 
@@ -153,7 +143,7 @@ func TestDeadlineAfterSendIsOutcomeUnknown(t *testing.T) {
 	cl.Member(2).Stop(t)
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_, err = fencedtxn.Commit(short, c, g, in)
+	_, err := fencedtxn.Commit(short, c, g, in)
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 
 	cl.Member(1).Restart(t)

@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -165,4 +166,27 @@ func LeakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
 		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
 	}
+}
+
+// CoordinatorOf starts a coordinator on an existing client.
+func CoordinatorOf(t testing.TB, cli *clientv3.Client, opts ...coordinator.Option) *coordinator.Coordinator {
+	t.Helper()
+	c, err := coordinator.New(Ctx(t), cli, opts...)
+	if err != nil {
+		t.Fatalf("coordinator.New: %v", err)
+	}
+	return c
+}
+
+// MemberClient is a client of member i alone (with coordinator.DialOptions),
+// closed at the end of the test: it cannot fail over to another member.
+func MemberClient(t testing.TB, cl *embedtest.Cluster, i int) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Member(i).ClientURL()}, DialTimeout: 5 * time.Second,
+		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("client of member %d: %v", i, err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }
