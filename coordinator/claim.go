@@ -43,22 +43,21 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 	c, k := s.c, s.c.keys
 	owner, fence := k.Owner(tenant, task), k.Fence(tenant, task)
 	fenceValue, _ := json.Marshal(FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
-	r := request{op: "claim", tenant: tenant, task: task, mutating: true}
 	// A realm rotated since this coordinator read it is adopted once: a
 	// claim carries no authority of its own, so it may start the new realm.
 	for try := 0; ; try++ {
 		realm, realmRev := c.realmAt()
-		var resp *clientv3.TxnResponse
-		err := r.do(ctx, func(ctx context.Context) (err error) {
-			resp, err = c.client.Txn(ctx).
-				If(clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
-					clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", realmRev),
-					clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev)).
-				Then(clientv3.OpPut(owner, s.owner, clientv3.WithLease(s.lease)),
-					clientv3.OpPut(fence, string(fenceValue))).
-				Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).
-				Commit()
-			return err
+		resp, err := c.Txn(ctx, TxnRequest{Op: "claim", Tenant: tenant, Task: task,
+			If: []clientv3.Cmp{
+				clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
+				clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", realmRev),
+				clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),
+			},
+			Then: []clientv3.Op{
+				clientv3.OpPut(owner, s.owner, clientv3.WithLease(s.lease)),
+				clientv3.OpPut(fence, string(fenceValue)),
+			},
+			Else: []clientv3.Op{clientv3.OpGet(owner), clientv3.OpGet(k.Realm())},
 		})
 		if err != nil {
 			return Grant{}, 0, err

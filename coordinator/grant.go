@@ -134,11 +134,8 @@ func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
 
 // checkCurrent returns nil if g is the current grant, read linearizably.
 func (c *Coordinator) checkCurrent(ctx context.Context, op string, g Grant) error {
-	var resp *clientv3.TxnResponse
-	err := request{op: op, tenant: g.Tenant, task: g.Task}.do(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.client.Txn(ctx).If(c.Guard(g)...).Else(c.GuardReads(g)...).Commit()
-		return err
-	})
+	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If: c.Guard(g), Else: c.GuardReads(g)})
 	if err != nil {
 		return err
 	}
@@ -156,16 +153,8 @@ func (c *Coordinator) Release(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("release", "%v", err)
 	}
-	var resp *clientv3.TxnResponse
-	r := request{op: "release", tenant: g.Tenant, task: g.Task, mutating: true}
-	err := r.do(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.client.Txn(ctx).
-			If(c.Guard(g)...).
-			Then(clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))).
-			Else(c.GuardReads(g)...).
-			Commit()
-		return err
-	})
+	resp, err := c.Txn(ctx, TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
+		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.GuardReads(g)})
 	if err != nil {
 		return err
 	}
