@@ -21,6 +21,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -54,8 +55,10 @@ Example:
    leasegate -o json claim --tenant acme --task invoices --owner worker-1 --ttl 30s > grant.json
    leasegate commit --grant grant.json --operation op-1 --value paid --expected-version 0
    leasegate list`,
-		Flags:                globalFlags(),
+		Flags:                append(globalFlags(), helpFlag()),
 		EnableBashCompletion: true,
+		HideHelp:             true,
+		HideHelpCommand:      true,
 		Before:               setup,
 		Action:               rootAction,
 		ExitErrHandler:       report,
@@ -73,25 +76,61 @@ Example:
 			leaseCommand(),
 			realmCommand(),
 			runCommand(),
+			helpCommand(),
 		},
 	}
 	for _, c := range app.Commands {
-		prepare(c)
+		prepare(c, app.Name)
 	}
 	return app
 }
 
 // prepare gives every command the app's handling of usage errors and an
 // action for unknown subcommands, so that urfave never prints a usage dump
-// to stdout or exits with a code of its own.
-func prepare(c *cli.Command) {
+// to stdout or exits with a code of its own; and every leaf command its own
+// -o/--output, so that `leasegate claim ... -o json` works as well as
+// `leasegate -o json claim ...`.
+//
+// urfave's own help flag and help command are package variables that every
+// app writes to when it runs, so two apps running at once in one process
+// (tests) race: each command gets a help flag of its own instead.
+func prepare(c *cli.Command, parent string) {
 	c.OnUsageError = usageError
-	if len(c.Subcommands) > 0 && c.Action == nil {
-		c.Action = groupAction
+	path := parent + " " + c.Name
+	if parent != "leasegate" {
+		c.HelpName = path // the app names its own commands; help may show a subcommand never run
 	}
-	for _, s := range c.Subcommands {
-		prepare(s)
+	c.HideHelp, c.HideHelpCommand = true, true
+	c.Flags = append(c.Flags, helpFlag())
+	if len(c.Subcommands) > 0 {
+		if c.Action == nil {
+			c.Action = groupAction
+		}
+		for _, s := range c.Subcommands {
+			prepare(s, path)
+		}
+		return
 	}
+	c.Flags = append(c.Flags, &cli.StringFlag{Name: "output", Aliases: []string{"o"},
+		Usage: "output format: table or json (overrides the global -o)"})
+	c.Before = commandOutput
+}
+
+// commandOutput is every leaf command's Before: a -o given after the
+// command overrides the global one. It is checked before any I/O.
+func commandOutput(c *cli.Context) error {
+	format := c.String("output")
+	if format == "" {
+		return nil
+	}
+	out, err := newPrinter(c.App.Writer, format)
+	if err != nil {
+		return coordinator.Invalid(c.Command.FullName(), "%v", err)
+	}
+	g := *globalsOf(c)
+	g.out = out
+	c.Context = context.WithValue(c.Context, globalsKey{}, &g)
+	return nil
 }
 
 func globalFlags() []cli.Flag {
@@ -108,6 +147,44 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "password", Usage: "etcd password (prefer the environment variable)", EnvVars: []string{"LEASEGATE_PASSWORD"}},
 		&cli.StringFlag{Name: "log-level", Usage: "log level on stderr: debug, info, warn or error", Value: "error"},
 	}
+}
+
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help"}
+}
+
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "help",
+		Usage:       "show the commands, or one command's help",
+		ArgsUsage:   "[COMMAND [SUBCOMMAND]]",
+		Description: example("Shows the list of commands, or the help of one.", "leasegate help run", "leasegate help realm rotate"),
+		Action:      help,
+	}
+}
+
+// help shows the app's help, or that of the command its arguments name.
+func help(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return cli.ShowAppHelp(c.Lineage()[1])
+	}
+	cmd := c.App.Command(args[0])
+	for _, sub := range args[1:] {
+		if cmd == nil {
+			break
+		}
+		cmd = cmd.Command(sub)
+	}
+	if cmd == nil {
+		return coordinator.Invalid("help", "no command %q; see 'leasegate --help'", strings.Join(args, " "))
+	}
+	tmpl := cli.CommandHelpTemplate
+	if len(cmd.Subcommands) > 0 {
+		tmpl = cli.SubcommandHelpTemplate
+	}
+	cli.HelpPrinter(c.App.Writer, tmpl, cmd)
+	return nil
 }
 
 // rootAction runs when no command is named: help, or a usage error for an

@@ -200,8 +200,9 @@ func waitReady(ctx context.Context, client *clientv3.Client, timeout time.Durati
 	defer close(done)
 	tctx, stop := context.WithTimeout(ctx, timeout)
 	defer stop()
+	// No Connect here: the first request connects, so that input refused
+	// before it (a bad --prefix) sends nothing at all.
 	conn := client.ActiveConnection()
-	conn.Connect()
 	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
 		if !conn.WaitForStateChange(tctx, s) {
 			if ctx.Err() == nil {

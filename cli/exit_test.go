@@ -1,0 +1,161 @@
+package cli_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// TestExitCodeOfEveryDisposition: each disposition maps to its class's
+// code, and an error that names none is never done or refused.
+func TestExitCodeOfEveryDisposition(t *testing.T) {
+	t.Parallel()
+	want := map[coordinator.Class]int{
+		coordinator.ClassDone:           cli.ExitDone,
+		coordinator.ClassRefused:        cli.ExitRefused,
+		coordinator.ClassInvalid:        cli.ExitInvalid,
+		coordinator.ClassUnavailable:    cli.ExitUnavailable,
+		coordinator.ClassOutcomeUnknown: cli.ExitOutcomeUnknown,
+	}
+	for _, d := range coordinator.Dispositions {
+		if d.Class() == coordinator.ClassDone {
+			continue // done is a nil error
+		}
+		t.Run(string(d), func(t *testing.T) {
+			err := fmt.Errorf("wrapped: %w", &coordinator.Error{Disposition: d, Op: "test"})
+			if got := cli.ExitCode(err); got != want[d.Class()] {
+				t.Fatalf("ExitCode(%s) = %d, want %d", d, got, want[d.Class()])
+			}
+		})
+	}
+	if got := cli.ExitCode(nil); got != cli.ExitDone {
+		t.Fatalf("ExitCode(nil) = %d", got)
+	}
+	if got := cli.ExitCode(errors.New("something else")); got != cli.ExitOutcomeUnknown {
+		t.Fatalf("ExitCode(unknown error) = %d, want %d", got, cli.ExitOutcomeUnknown)
+	}
+}
+
+// TestBadInputExits2BeforeAnyIO: every kind of bad input exits 2 with
+// invalid_input, one line on stderr, and the keyspace unchanged — on a
+// prefix where nothing was ever written, so that even the realm's creation
+// would show.
+func TestBadInputExits2BeforeAnyIO(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g, grant := e.claim(t, "tenant", "task", "owner", "10s")
+	e.prefix += "-untouched"
+	before := e.snap(t)
+	if len(before) != 0 {
+		t.Fatalf("prefix %s not empty: %v", e.prefix, before)
+	}
+	noEpoch, unknownField := g, e.file(t, strings.Replace(readFile(t, grant), `"owner"`, `"ownr"`, 1))
+	noEpoch.Epoch = 0
+	busy := e.file(t, `{"disposition":"busy","grant":{}}`)
+	long := strings.Repeat("x", coordinator.MaxLabelLen+1)
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"label with a space", []string{"claim", "--tenant", "a b", "--task", "k", "--owner", "o"}},
+		{"label too long", []string{"claim", "--tenant", long, "--task", "k", "--owner", "o"}},
+		{"non-ASCII label", []string{"status", "--tenant", "t", "--task", "tâche"}},
+		{"missing owner", []string{"claim", "--tenant", "t", "--task", "k"}},
+		{"fractional ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "1500ms"}},
+		{"zero ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "0s"}},
+		{"negative ttl", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "-2s", "--", "true"}},
+		{"unparsable ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "soon"}},
+		{"negative version", []string{"commit", "--grant", grant, "--operation", "op", "--expected-version", "-1"}},
+		{"missing version", []string{"commit", "--grant", grant, "--operation", "op"}},
+		{"missing operation", []string{"commit", "--grant", grant, "--expected-version", "0"}},
+		{"unparsable grant", []string{"commit", "--grant", e.file(t, "{not json"), "--operation", "op", "--expected-version", "0"}},
+		{"grant with a misspelt field", []string{"renew", "--grant", unknownField}},
+		{"grant without epoch", []string{"release", "--grant", e.grantFile(t, noEpoch)}},
+		{"a busy answer is no grant", []string{"release", "--grant", busy}},
+		{"missing grant file", []string{"renew", "--grant", e.dir + "/nope"}},
+		{"no grant", []string{"renew"}},
+		{"oversized value", []string{"commit", "--grant", grant, "--operation", "op", "--expected-version", "0", "--value", strings.Repeat("v", 256<<10+1)}},
+		{"bad lease id", []string{"lease", "revoke", "--lease", "xyz"}},
+		{"negative lease id", []string{"lease", "revoke", "--lease", "-5"}},
+		{"run without a command", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o"}},
+		{"run of a missing program", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--", "/nonexistent/prog"}},
+		{"negative kill-after", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--kill-after", "-1s", "--", "true"}},
+		{"unknown flag", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--bogus"}},
+		{"unknown command", []string{"frobnicate"}},
+		{"unknown subcommand", []string{"realm", "frob"}},
+		{"help for an unknown command", []string{"help", "frob"}},
+		{"stray argument", []string{"list", "extra"}},
+		{"bad output format after the command", []string{"list", "-o", "yaml"}},
+		{"bad listen URL", []string{"etcd", "--listen-client", "127.0.0.1:2379"}},
+	}
+	globals := []struct {
+		name string
+		args []string
+	}{
+		{"bad output format", []string{"-o", "yaml"}},
+		{"bad log level", []string{"--log-level", "loud"}},
+		{"bad prefix", []string{"--prefix", "no-slash"}},
+		{"bad endpoint", []string{"--endpoints", "not an endpoint"}},
+		{"cert without key", []string{"--cert", grant}},
+		{"unreadable CA", []string{"--cacert", e.dir + "/nope"}},
+		{"password without user", []string{"--password", "pw"}},
+		{"user without password", []string{"--user", "root"}},
+		{"zero dial timeout", []string{"--dial-timeout", "0s"}},
+	}
+	// The group returns when its parallel subtests are done.
+	t.Run("group", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				r := e.lg(t, tc.args...)
+				want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+			})
+		}
+		for _, tc := range globals {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				args := append([]string{"--endpoints", strings.Join(e.endpoints, ","), "--prefix", e.prefix}, tc.args...)
+				r := execApp(t, call{}, append(args, "list")...)
+				if r.code != cli.ExitInvalid || r.stdout != "" {
+					t.Fatalf("exit %d, want 2; stdout %q", r.code, r.stdout)
+				}
+				wantRefusalLine(t, r, coordinator.InvalidInput)
+			})
+		}
+	})
+	if diff := before.Diff(e.snap(t)); diff != "" {
+		t.Errorf("bad input wrote:\n%s", diff)
+	}
+}
+
+// TestUnavailableExits3: with etcd unreachable every command holds with
+// authority_unavailable — never a refusal — and one line on stderr.
+func TestUnavailableExits3(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, grant := e.claim(t, "tenant", "task", "owner", "10s")
+	dead := &env{endpoints: []string{deadEndpoint(t)}, prefix: e.prefix}
+	for _, args := range [][]string{
+		{"claim", "--tenant", "t", "--task", "k", "--owner", "o"},
+		{"renew", "--grant", grant},
+		{"release", "--grant", grant},
+		{"commit", "--grant", grant, "--operation", "op", "--value", "v", "--expected-version", "0"},
+		{"status", "--tenant", "t", "--task", "k"},
+		{"list"},
+		{"watch"},
+		{"lease", "revoke", "--lease", "1"},
+		{"realm", "show"},
+		{"realm", "rotate"},
+		{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--", "true"},
+	} {
+		t.Run(strings.Join(args[:min(2, len(args))], " "), func(t *testing.T) {
+			t.Parallel()
+			r := dead.lg(t, append([]string{"--dial-timeout", "300ms"}, args...)...)
+			want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		})
+	}
+}
