@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
@@ -15,7 +16,15 @@ import (
 // so its own realm and keys, and tests run in parallel on it.
 var shared *embedtest.Cluster
 
+// asBinary makes the test binary run as leasegate itself, for the few
+// tests that need a real process (urfave's shell completion reads
+// os.Args).
+const asBinary = "LEASEGATE_CLI_TEST_AS_BINARY"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asBinary) == "1" {
+		os.Exit(cli.ExitCode(cli.New().Run(os.Args)))
+	}
 	os.Exit(testMain(m))
 }
 

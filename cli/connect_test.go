@@ -1,0 +1,56 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestAuth: --user and --password (or name:password, or the environment)
+// reach an etcd with authentication on; a wrong password is a hold (exit 3:
+// nothing was written), never a refusal.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	admin := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	if _, err := admin.UserAdd(ctx, "root", "s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eps := strings.Join(cl.Endpoints(), ",")
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		wantD coordinator.Disposition
+	}{
+		{"user and password", []string{"--user", "root", "--password", "s3cret"}, cli.ExitDone, "ok"},
+		{"name:password", []string{"--user", "root:s3cret"}, cli.ExitDone, "ok"},
+		{"wrong password", []string{"--user", "root", "--password", "nope"}, cli.ExitUnavailable, coordinator.AuthorityUnavailable},
+		{"no credentials", nil, cli.ExitUnavailable, coordinator.AuthorityUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--endpoints", eps, "-o", "json", "--command-timeout", "2s"}, tc.args...)
+			r := execApp(t, call{}, append(args, "realm", "show")...)
+			want(t, r, tc.code, tc.wantD)
+		})
+	}
+	t.Run("endpoints, user and password from the environment", func(t *testing.T) {
+		t.Parallel()
+		out := asProcess(t, []string{"LEASEGATE_ENDPOINTS=" + eps, "LEASEGATE_USER=root", "LEASEGATE_PASSWORD=s3cret"}, "-o", "json", "realm", "show")
+		if !strings.HasPrefix(out, `{"disposition":"ok","realm":`) {
+			t.Fatalf("realm show: %q", out)
+		}
+	})
+}
