@@ -40,29 +40,24 @@ func claim(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	s, err := co.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive())
-	if err != nil {
-		return err
-	}
-	g, err := s.Claim(ctx, tenant, task)
-	if err != nil {
-		// The lease is of no use without the task (and if a claim whose
-		// answer was lost did apply, revoking undoes it): give it back.
-		// If etcd cannot be reached, the lease expires after its TTL.
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), globalsOf(c).commandTimeout)
-		defer rcancel()
-		_ = s.Close(rctx)
-		return err
-	}
-	// No Close: the lease must outlive this process.
-	return globalsOf(c).out.result(grantOutput{Disposition: coordinator.Granted, Grant: g}, grantTable(coordinator.Granted, g))
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		s, err := co.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive())
+		if err != nil {
+			return err
+		}
+		g, err := s.Claim(ctx, tenant, task)
+		if err != nil {
+			// The lease is of no use without the task (and if a claim whose
+			// answer was lost did apply, revoking undoes it): give it back.
+			// If etcd cannot be reached, the lease expires after its TTL.
+			rctx, rcancel := cleanupContext(c)
+			defer rcancel()
+			_ = s.Close(rctx)
+			return err
+		}
+		// No Close: the lease must outlive this process.
+		return globalsOf(c).out.result(grantOutput{Disposition: coordinator.Granted, Grant: g}, grantTable(coordinator.Granted, g))
+	})
 }
 
 func renewCommand() *cli.Command {
@@ -109,15 +104,10 @@ func withGrant(c *cli.Context, done coordinator.Disposition, act func(*coordinat
 	if err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, closeClient, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer closeClient()
-	if err := act(co, ctx, g); err != nil {
-		return err
-	}
-	return globalsOf(c).out.result(grantOutput{Disposition: done, Grant: g}, grantTable(done, g))
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		if err := act(co, ctx, g); err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(grantOutput{Disposition: done, Grant: g}, grantTable(done, g))
+	})
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -74,20 +75,15 @@ func commit(c *cli.Context) error {
 		return coordinator.Refusal(coordinator.ScopeMismatch, op, in.Tenant, in.Task,
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	r, err := fencedtxn.Commit(ctx, co, g, in)
-	if err != nil {
-		return err
-	}
-	return globalsOf(c).out.result(r, table{
-		header: []string{"DISPOSITION", "TENANT", "TASK", "OPERATION", "VERSION", "EPOCH", "REVISION"},
-		rows: [][]string{{string(r.Disposition), r.Tenant, r.Task, r.Operation, num(r.CommittedVersion),
-			num(r.Epoch), num(r.Revision)}},
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		r, err := fencedtxn.Commit(ctx, co, g, in)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(r, table{
+			header: []string{"DISPOSITION", "TENANT", "TASK", "OPERATION", "VERSION", "EPOCH", "REVISION"},
+			rows: [][]string{{string(r.Disposition), r.Tenant, r.Task, r.Operation, num(r.CommittedVersion),
+				num(r.Epoch), num(r.Revision)}},
+		})
 	})
 }

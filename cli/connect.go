@@ -151,6 +151,27 @@ func commandContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.Context, globalsOf(c).commandTimeout)
 }
 
+// cleanupContext bounds requests that undo or release after the command's
+// own work (revoking a lease of no use, releasing run's grant), even when
+// the command's context was cancelled by a signal.
+func cleanupContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.Context), globalsOf(c).commandTimeout)
+}
+
+// withCoordinator runs one command's requests: f gets a coordinator on a
+// fresh connection and a context bounded by --command-timeout; the client
+// is closed when f returns.
+func withCoordinator(c *cli.Context, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
+	ctx, cancel := commandContext(c)
+	defer cancel()
+	co, closeClient, err := connect(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	return f(ctx, co)
+}
+
 // errDialTimeout is the cause of a connection that never became ready.
 var errDialTimeout = errors.New("no connection within --dial-timeout")
 

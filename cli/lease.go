@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -56,21 +57,36 @@ func leaseRevoke(c *cli.Context) error {
 	if err != nil {
 		return coordinator.Invalid(op, "--lease: %v", err)
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
+	var out revokeOutput
+	err = withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
+		out, err = revokeLease(ctx, co, op, id)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer done()
+	t := table{header: []string{"DISPOSITION", "LEASE", "TTL-LEFT", "VACATED"}}
+	var vacated []string
+	for _, v := range out.Vacated {
+		vacated = append(vacated, v.Tenant+"/"+v.Task)
+	}
+	t.rows = [][]string{{string(ok), num(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
+	return globalsOf(c).out.result(out, t)
+}
+
+// revokeLease revokes lease id after reading which tasks of this keyspace
+// it holds. Without the coordinator's request tracking (it has no revoke
+// of its own), a failed revoke cannot be shown unsent: it is
+// outcome_unknown, and revoking again tells.
+func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id int64) (revokeOutput, error) {
 	// Read first: a read that fails was never a write (authority
 	// unavailable), and it names the tasks the revocation will vacate.
 	ttl, err := co.Client().TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
 	if err != nil {
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "reading the lease failed", Err: err}
+		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "reading the lease failed", Err: err}
 	}
 	if ttl.TTL < 0 {
-		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
+		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
 			Detail: fmt.Sprintf("lease %d not found: it already expired or was revoked", id)}
 	}
 	out := revokeOutput{Disposition: ok, Lease: id, TTLLeft: ttl.TTL, Vacated: []taskRef{}}
@@ -81,22 +97,16 @@ func leaseRevoke(c *cli.Context) error {
 	}
 	if _, err := co.Client().Revoke(ctx, clientv3.LeaseID(id)); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
+			return revokeOutput{}, &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
 				Detail: fmt.Sprintf("lease %d expired or was revoked meanwhile", id), Err: err}
 		}
 		// The revoke may have been sent: only etcd knows. Revoking again
 		// tells (lease not found: it was).
-		return &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
+		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
 			Detail: fmt.Sprintf("revoke of lease %d got no answer; run it again to learn", id), Err: err}
 	}
-	globalsOf(c).lg.Info("lease revoked", zap.Int64("lease-id", id), zap.Int("vacated", len(out.Vacated)))
-	t := table{header: []string{"DISPOSITION", "LEASE", "TTL-LEFT", "VACATED"}}
-	var vacated []string
-	for _, v := range out.Vacated {
-		vacated = append(vacated, v.Tenant+"/"+v.Task)
-	}
-	t.rows = [][]string{{string(ok), num(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
-	return globalsOf(c).out.result(out, t)
+	co.Logger().Info("lease revoked", zap.Int64("lease-id", id), zap.Int("vacated", len(out.Vacated)))
+	return out, nil
 }
 
 // leaseID parses a lease ID: decimal as in a grant, or 0x-prefixed hex as

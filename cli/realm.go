@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -42,40 +44,30 @@ func realmShow(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	r, err := co.CurrentRealm(ctx)
-	if err != nil {
-		return err
-	}
-	return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r},
-		table{header: []string{"REALM"}, rows: [][]string{{r}}})
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		r, err := co.CurrentRealm(ctx)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r},
+			table{header: []string{"REALM"}, rows: [][]string{{r}}})
+	})
 }
 
 func realmRotate(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	old, err := co.CurrentRealm(ctx)
-	if err != nil {
-		return err
-	}
-	r, err := co.RotateRealm(ctx)
-	if err != nil {
-		return err
-	}
-	return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r, PreviousRealm: old},
-		table{header: []string{"REALM", "PREVIOUS-REALM"}, rows: [][]string{{r, old}}})
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		old, err := co.CurrentRealm(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := co.RotateRealm(ctx)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r, PreviousRealm: old},
+			table{header: []string{"REALM", "PREVIOUS-REALM"}, rows: [][]string{{r, old}}})
+	})
 }

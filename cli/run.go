@@ -188,12 +188,6 @@ func run(c *cli.Context) error {
 	return nil
 }
 
-// cleanupContext bounds the requests run makes after its child, even when
-// the command's context was cancelled by a signal.
-func cleanupContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(c.Context), globalsOf(c).commandTimeout)
-}
-
 // childEnv is the grant, as the child sees it.
 func childEnv(g *globals, grant coordinator.Grant) []string {
 	raw, _ := json.Marshal(grant)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasegate/leasegate/coordinator"
 )
 
 // Ownership views: status of one task, list of many, watch for changes.
@@ -29,19 +31,14 @@ func status(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	o, err := co.Owner(ctx, l[0], l[1])
-	if err != nil {
-		return err
-	}
-	return globalsOf(c).out.result(ownershipOutput{Disposition: ok, Ownership: o},
-		table{header: ownershipHeader, rows: [][]string{ownershipRow(o)}})
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		o, err := co.Owner(ctx, l[0], l[1])
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(ownershipOutput{Disposition: ok, Ownership: o},
+			table{header: ownershipHeader, rows: [][]string{ownershipRow(o)}})
+	})
 }
 
 func listCommand() *cli.Command {
@@ -65,22 +62,17 @@ func list(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, done, err := connect(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	tasks, err := co.List(ctx, tenant)
-	if err != nil {
-		return err
-	}
-	t := table{header: ownershipHeader}
-	for _, o := range tasks {
-		t.rows = append(t.rows, ownershipRow(o))
-	}
-	return globalsOf(c).out.result(listOutput{Disposition: ok, Tasks: tasks}, t)
+	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		tasks, err := co.List(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		t := table{header: ownershipHeader}
+		for _, o := range tasks {
+			t.rows = append(t.rows, ownershipRow(o))
+		}
+		return globalsOf(c).out.result(listOutput{Disposition: ok, Tasks: tasks}, t)
+	})
 }
 
 func watchCommand() *cli.Command {
