@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,10 @@ type env struct {
 	dir       string // files that outlive subtests (grants)
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var (
+	unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+	prefixSeq   atomic.Int64
+)
 
 // newEnv gives the test a fresh prefix on the shared cluster.
 func newEnv(t *testing.T) *env {
@@ -54,7 +59,8 @@ func newEnvAt(t *testing.T, endpoints ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Close() })
-	prefix := "/" + unsafeChars.ReplaceAllString(t.Name(), "-")
+	// Unique per run too: with -count=N every run of a test shares the cluster.
+	prefix := fmt.Sprintf("/%s-%d", unsafeChars.ReplaceAllString(t.Name(), "-"), prefixSeq.Add(1))
 	co, err := coordinator.New(lgtest.Ctx(t), client, coordinator.WithPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
