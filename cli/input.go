@@ -49,8 +49,8 @@ func labels(c *cli.Context, names ...string) ([]string, error) {
 // etcd counts leases in whole seconds.
 func ttlOf(c *cli.Context) (time.Duration, error) {
 	ttl := c.Duration("ttl")
-	if ttl <= 0 || ttl%time.Second != 0 {
-		return 0, coordinator.Invalid(c.Command.FullName(), "--ttl %v must be a positive whole number of seconds", ttl)
+	if err := coordinator.CheckTTL(ttl); err != nil {
+		return 0, coordinator.Invalid(c.Command.FullName(), "--ttl: %v", err)
 	}
 	return ttl, nil
 }

@@ -8,9 +8,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
 )
@@ -75,9 +73,8 @@ func leaseRevoke(c *cli.Context) error {
 }
 
 // revokeLease revokes lease id after reading which tasks of this keyspace
-// it holds. Without the coordinator's request tracking (it has no revoke
-// of its own), a failed revoke cannot be shown unsent: it is
-// outcome_unknown, and revoking again tells.
+// it holds. A revoke never sent is authority_unavailable; one whose answer
+// was lost is outcome_unknown, and revoking again tells.
 func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id int64) (revokeOutput, error) {
 	// Read first: a read that fails was never a write (authority
 	// unavailable), and it names the tasks the revocation will vacate.
@@ -95,17 +92,9 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id
 			out.Vacated = append(out.Vacated, taskRef{tenant, task})
 		}
 	}
-	if _, err := co.Client().Revoke(ctx, clientv3.LeaseID(id)); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return revokeOutput{}, &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
-				Detail: fmt.Sprintf("lease %d expired or was revoked meanwhile", id), Err: err}
-		}
-		// The revoke may have been sent: only etcd knows. Revoking again
-		// tells (lease not found: it was).
-		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
-			Detail: fmt.Sprintf("revoke of lease %d got no answer; run it again to learn", id), Err: err}
+	if err := co.RevokeLease(ctx, id); err != nil {
+		return revokeOutput{}, err
 	}
-	co.Logger().Info("lease revoked", zap.Int64("lease-id", id), zap.Int("vacated", len(out.Vacated)))
 	return out, nil
 }
 

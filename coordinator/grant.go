@@ -42,9 +42,14 @@ func (g Grant) Validate() error {
 	return nil
 }
 
+// fields are the log fields of a grant; taskFields leave out owner and
+// lease, for a logger that already carries them (a session's).
 func (g Grant) fields() []zap.Field {
-	return []zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task), zap.String("owner", g.Owner),
-		zap.Int64("epoch", g.Epoch), zap.Int64("lease-id", g.Lease)}
+	return append(g.taskFields(), zap.String("owner", g.Owner), zap.Int64("lease-id", g.Lease))
+}
+
+func (g Grant) taskFields() []zap.Field {
+	return []zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task), zap.Int64("epoch", g.Epoch)}
 }
 
 // Guard is the set of compares that hold exactly while g is the current,

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -53,8 +54,8 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	if err := CheckLabel("owner", owner); err != nil {
 		return nil, Invalid("session", "%v", err)
 	}
-	if ttl <= 0 || ttl%time.Second != 0 {
-		return nil, Invalid("session", "ttl %v must be a positive whole number of seconds (etcd leases are counted in seconds)", ttl)
+	if err := CheckTTL(ttl); err != nil {
+		return nil, Invalid("session", "%v", err)
 	}
 	o := sessionOptions{margin: max(ttl/10, minMargin), keepAlive: true}
 	for _, opt := range opts {
@@ -95,6 +96,37 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	}
 	s.lg.Info("session started", zap.Duration("ttl", ttl), zap.Bool("keepalive", o.keepAlive))
 	return s, nil
+}
+
+// CheckTTL reports why ttl cannot be a lease TTL: etcd counts leases in
+// whole seconds, so anything else would be silently rounded.
+func CheckTTL(ttl time.Duration) error {
+	if ttl <= 0 || ttl%time.Second != 0 {
+		return fmt.Errorf("ttl %v must be a positive whole number of seconds (etcd leases are counted in seconds)", ttl)
+	}
+	return nil
+}
+
+// RevokeLease revokes a lease — an operator's forced expiry: etcd deletes
+// every owner key on it at once, so every grant on it is refused from then
+// on. A lease already gone is expired_owner; a revoke whose answer was lost
+// is outcome_unknown (revoke again to learn).
+func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
+	if lease <= 0 {
+		return Invalid("lease revoke", "lease %d must be positive", lease)
+	}
+	if err := c.revoke(ctx, "lease revoke", lease); err != nil {
+		return err
+	}
+	c.lg.Warn("lease revoked", zap.Int64("lease-id", lease))
+	return nil
+}
+
+func (c *Coordinator) revoke(ctx context.Context, op string, lease int64) error {
+	return request{op: op, mutating: true}.do(ctx, func(ctx context.Context) error {
+		_, err := c.client.Revoke(ctx, clientv3.LeaseID(lease))
+		return err
+	})
 }
 
 // Owner is the session's owner label.
@@ -138,10 +170,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	s.stop(ErrSessionClosed)
 	<-s.donec
-	err := request{op: "session close", mutating: true}.do(ctx, func(ctx context.Context) error {
-		_, err := s.c.client.Revoke(ctx, s.lease)
-		return err
-	})
+	err := s.c.revoke(ctx, "session close", int64(s.lease))
 	if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke
 		err = nil
 	}

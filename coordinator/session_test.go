@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
@@ -43,9 +41,11 @@ func TestSessionEnds(t *testing.T) {
 	t.Run("lease revoked by an operator", func(t *testing.T) {
 		s := lgtest.Session(t, c, "worker", 10*time.Second)
 		g := lgtest.Claim(t, s, "t", "revoked")
-		if _, err := c.Client().Revoke(ctx, clientLeaseID(s.Lease())); err != nil {
+		if err := c.RevokeLease(ctx, s.Lease()); err != nil {
 			t.Fatal(err)
 		}
+		lgtest.Want(t, c.RevokeLease(ctx, s.Lease()), coordinator.ExpiredOwner)
+		lgtest.Want(t, c.RevokeLease(ctx, -1), coordinator.InvalidInput)
 		<-s.Done()
 		if !errors.Is(s.Err(), coordinator.ErrSessionLeaseLost) {
 			t.Fatalf("Err() = %v, want ErrSessionLeaseLost", s.Err())
@@ -140,5 +140,3 @@ func TestDispositionOf(t *testing.T) {
 }
 
 func errorsJoin(err error) error { return fmt.Errorf("outer: %w", err) }
-
-func clientLeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
