@@ -3,7 +3,7 @@ GO        ?= go
 PKGS      ?= ./...
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint build vet soak bench drill
+.PHONY: test lint build vet
 
 # The test suite: vet, then every package under the race detector. It runs
 # real embedded etcd clusters, so it takes a few minutes on 2 cores.
