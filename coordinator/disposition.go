@@ -177,8 +177,8 @@ func DispositionOf(err error) Disposition {
 	if errors.As(err, &e) {
 		return e.Disposition
 	}
-	for d, s := range sentinels {
-		if errors.Is(err, s) {
+	for _, d := range Dispositions { // in the table's order, so the answer is stable
+		if s, ok := sentinels[d]; ok && errors.Is(err, s) {
 			return d
 		}
 	}

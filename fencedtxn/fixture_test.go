@@ -16,7 +16,9 @@ import (
 // TestSeedFixture reproduces every assertion of the seed's
 // fenced_task_commit.py main() on real etcd, in its order, with real lease
 // expiry in place of synthetic ticks. The subtests share state, as the
-// fixture does; each one is a named assertion.
+// fixture does; each one is a named assertion. The fixture's last two
+// assertions (a clock rolled back, a boolean clock) have no counterpart: no
+// client supplies a time here, expiry is etcd's lessor on the leader.
 func TestSeedFixture(t *testing.T) {
 	cl := embedtest.NewCluster(t)
 	c := lgtest.Coordinator(t, cl)
