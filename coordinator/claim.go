@@ -105,6 +105,7 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 		if DispositionOf(err) != Busy {
 			return g, err
 		}
+		// cli's `run --wait` test waits for this line: keep the text.
 		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task))
 		if werr := s.waitDeleted(ctx, owner, rev+1); werr != nil {
 			e := err.(*Error)
