@@ -23,10 +23,15 @@ func leaseCommand() *cli.Command {
 			Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
 task claimed on it is vacated and its grant is refused (expired_owner) from
 then on; a 'leasegate run' holding it stops its child. --lease takes the
-decimal ID of a grant (its "lease" field) or 0x followed by etcdctl's hex.`,
+decimal ID of a grant (its "lease" field) or 0x followed by etcdctl's hex;
+--grant takes a grant file (or claim's output) and revokes its lease.`,
 				"leasegate lease revoke --lease 7587883720139372801",
-				"leasegate lease revoke --lease 0x694d7c7e0c1f4a01"),
-			Flags:  []cli.Flag{&cli.StringFlag{Name: "lease", Usage: "lease ID: decimal, or 0x-prefixed hex"}},
+				"leasegate lease revoke --lease 0x694d7c7e0c1f4a01",
+				"leasegate lease revoke --grant grant.json"),
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "lease", Usage: "lease ID: decimal, or 0x-prefixed hex"},
+				grantFlag(),
+			},
 			Action: leaseRevoke,
 		}},
 	}
@@ -51,12 +56,24 @@ func leaseRevoke(c *cli.Context) error {
 		return err
 	}
 	op := c.Command.FullName()
-	id, err := leaseID(c.String("lease"))
-	if err != nil {
-		return coordinator.Invalid(op, "--lease: %v", err)
+	var id int64
+	switch {
+	case c.IsSet("lease") && c.IsSet("grant"):
+		return coordinator.Invalid(op, "give --lease or --grant, not both")
+	case c.IsSet("grant"):
+		g, err := grantOf(c)
+		if err != nil {
+			return err
+		}
+		id = g.Lease
+	default:
+		var err error
+		if id, err = leaseID(c.String("lease")); err != nil {
+			return coordinator.Invalid(op, "--lease: %v", err)
+		}
 	}
 	var out revokeOutput
-	err = withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
+	err := withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
 		out, err = revokeLease(ctx, co, op, id)
 		return err
 	})

@@ -151,6 +151,22 @@ func TestLeaseRevoke(t *testing.T) {
 	if diff := before.Diff(e.snap(t)); diff != "" {
 		t.Fatalf("a refused revoke wrote:\n%s", diff)
 	}
+
+	// --grant revokes the grant's lease: claim's output is accepted as is.
+	g2, file := e.claim(t, "acme", "invoices", "worker-2", "30s")
+	r = e.lg(t, "lease", "revoke", "--grant", file)
+	if obj := want(t, r, cli.ExitDone, "ok"); obj["lease"] != float64(g2.Lease) {
+		t.Fatalf("revoke --grant printed %v", obj)
+	}
+	if o, err := e.co.Owner(t.Context(), "acme", "invoices"); err != nil || o.Owned() {
+		t.Fatalf("after revoke --grant: %+v, %v", o, err)
+	}
+	before = e.snap(t)
+	want(t, e.lg(t, "lease", "revoke", "--grant", file, "--lease", "1"), cli.ExitInvalid, coordinator.InvalidInput)
+	want(t, e.lg(t, "lease", "revoke", "--grant", e.file(t, "{}")), cli.ExitInvalid, coordinator.InvalidInput)
+	if diff := before.Diff(e.snap(t)); diff != "" {
+		t.Fatalf("an invalid revoke wrote:\n%s", diff)
+	}
 }
 
 // TestTableOutput: the grant commands' tables, the realm, and a refusal in
