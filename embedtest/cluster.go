@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -292,16 +293,20 @@ func (c *Cluster) WaitLeader(t testing.TB) int {
 }
 
 func (c *Cluster) waitLeader(ctx context.Context) (int, error) {
-	tick := time.NewTicker(time.Duration(c.cfg.tickMs) * time.Millisecond)
-	defer tick.Stop()
 	for {
+		// Take every running member's leader-change notification before
+		// looking, so that a change in between is not missed.
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}}
+		for _, m := range c.members {
+			if e := m.server(); e != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(e.Server.LeaderChangedNotify())})
+			}
+		}
 		if i, ok := c.leader(); ok {
 			return i, nil
 		}
-		select {
-		case <-ctx.Done():
+		if chosen, _, _ := reflect.Select(cases); chosen == 0 {
 			return -1, fmt.Errorf("no leader: %w", ctx.Err())
-		case <-tick.C:
 		}
 	}
 }
