@@ -163,17 +163,29 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 	c := lgtest.Coordinator(t, cl)
 	ctx := lgtest.Ctx(t)
 
+	// waiter is a session whose coordinator signals when Acquire found the
+	// task busy and started watching, so the test releases only then.
+	waiter := func(t *testing.T) (*coordinator.Session, <-chan struct{}) {
+		lg, waiting := lgtest.LogSignal("busy; waiting for the owner key to go")
+		wc := lgtest.Coordinator(t, cl, coordinator.WithLogger(lg))
+		return lgtest.Session(t, wc, "waiter", 10*time.Second), waiting
+	}
+	acquire := func(s *coordinator.Session, task string) (<-chan coordinator.Grant, <-chan error) {
+		got, errc := make(chan coordinator.Grant, 1), make(chan error, 1)
+		go func() {
+			g, err := s.Acquire(ctx, "t", task)
+			got <- g
+			errc <- err
+		}()
+		return got, errc
+	}
+
 	t.Run("release", func(t *testing.T) {
 		holder := lgtest.Session(t, c, "holder", 10*time.Second)
 		g := lgtest.Claim(t, holder, "t", "release")
-		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
-		got := make(chan coordinator.Grant, 1)
-		errc := make(chan error, 1)
-		go func() {
-			wg, err := waiter.Acquire(ctx, "t", "release")
-			got <- wg
-			errc <- err
-		}()
+		w, waiting := waiter(t)
+		got, errc := acquire(w, "release")
+		lgtest.Wait(t, waiting, "Acquire to start waiting")
 		if err := c.Release(ctx, g); err != nil {
 			t.Fatal(err)
 		}
@@ -185,12 +197,17 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 		}
 	})
 	t.Run("expiry", func(t *testing.T) {
-		holder := lgtest.Session(t, c, "holder", time.Second, coordinator.WithoutKeepAlive())
+		holder := lgtest.Session(t, c, "holder", 2*time.Second, coordinator.WithoutKeepAlive())
 		g := lgtest.Claim(t, holder, "t", "expiry")
-		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
-		wg, err := waiter.Acquire(ctx, "t", "expiry")
-		if err != nil || wg.Owner != "waiter" || wg.Epoch <= g.Epoch {
-			t.Fatalf("acquired %+v, %v after expiry of %+v", wg, err, g)
+		w, waiting := waiter(t)
+		got, errc := acquire(w, "expiry")
+		lgtest.Wait(t, waiting, "Acquire to start waiting")
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		wg := <-got
+		if wg.Owner != "waiter" || wg.Epoch <= g.Epoch {
+			t.Fatalf("acquired %+v after expiry of %+v", wg, g)
 		}
 		own, err := c.Owner(ctx, "t", "expiry")
 		if err != nil || own.Epoch != wg.Epoch {
@@ -200,12 +217,15 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 	t.Run("gives up with ctx, busy", func(t *testing.T) {
 		holder := lgtest.Session(t, c, "holder", 10*time.Second)
 		lgtest.Claim(t, holder, "t", "held")
-		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
-		short, cancel := context.WithCancel(ctx)
-		cancel()
+		waiter, _ := waiter(t)
+		// The caller gives up while Acquire waits: the answer is the last
+		// thing etcd said (busy), with the caller's reason as its cause.
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
 		_, err := waiter.Acquire(short, "t", "held")
-		if coordinator.DispositionOf(err) != coordinator.Busy && coordinator.DispositionOf(err) != coordinator.AuthorityUnavailable {
-			t.Fatalf("Acquire with a done ctx: %v", err)
+		lgtest.Want(t, err, coordinator.Busy)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire that gave up: %v; want the deadline as its cause", err)
 		}
 	})
 }

@@ -46,7 +46,7 @@ func TestSessionEnds(t *testing.T) {
 		}
 		lgtest.Want(t, c.RevokeLease(ctx, s.Lease()), coordinator.ExpiredOwner)
 		lgtest.Want(t, c.RevokeLease(ctx, -1), coordinator.InvalidInput)
-		<-s.Done()
+		lgtest.Wait(t, s.Done(), "the session to end")
 		if !errors.Is(s.Err(), coordinator.ErrSessionLeaseLost) {
 			t.Fatalf("Err() = %v, want ErrSessionLeaseLost", s.Err())
 		}
@@ -69,7 +69,7 @@ func TestSessionEnds(t *testing.T) {
 		}
 		g := lgtest.Claim(t, s, "t", "partitioned")
 		_ = cli.Close()
-		<-s.Done()
+		lgtest.Wait(t, s.Done(), "the session to end")
 		if !errors.Is(s.Err(), coordinator.ErrSessionDeadline) {
 			t.Fatalf("Err() = %v, want ErrSessionDeadline", s.Err())
 		}
@@ -100,7 +100,7 @@ func TestSessionEnds(t *testing.T) {
 	})
 	t.Run("without keepalive: deadline", func(t *testing.T) {
 		s := lgtest.Session(t, c, "worker", time.Second, coordinator.WithoutKeepAlive())
-		<-s.Done()
+		lgtest.Wait(t, s.Done(), "the session to end")
 		if !errors.Is(s.Err(), coordinator.ErrSessionDeadline) {
 			t.Fatalf("Err() = %v", s.Err())
 		}

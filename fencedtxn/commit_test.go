@@ -114,7 +114,7 @@ func TestWithSessionStopsPastLocalDeadline(t *testing.T) {
 	c := lgtest.Coordinator(t, cl)
 	s := lgtest.Session(t, c, "worker", time.Second, coordinator.WithoutKeepAlive())
 	g := lgtest.Claim(t, s, "t", "k")
-	<-s.Done()
+	lgtest.Wait(t, s.Done(), "the session to end")
 	before := lgtest.Snap(t, c.Client(), c.Keys().Prefix())
 	// No etcd is needed to refuse: an expired context proves no I/O.
 	done, cancel := context.WithCancel(context.Background())

@@ -143,11 +143,11 @@ func TestSeedFixture(t *testing.T) {
 			_, err := fencedtxn.Commit(ctx, c, newGrant, next)
 			held <- err
 		}()
-		<-entered
+		lgtest.Wait(t, entered, "the held owner to start")
 		// region-b loses its network: its lease really expires.
 		_ = cliB.Close()
 		lgtest.WaitOwnerGone(t, c, "tenant-a", "task-a")
-		<-sessionB.Done()
+		lgtest.Wait(t, sessionB.Done(), "region-b's session to end")
 		latest = lgtest.Claim(t, sessionC, "tenant-a", "task-a")
 		close(release)
 		lgtest.Want(t, <-held, coordinator.StaleOwner)

@@ -7,12 +7,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -189,4 +191,41 @@ func MemberClient(t testing.TB, cl *embedtest.Cluster, i int) *clientv3.Client {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
+}
+
+// LogSignal is a logger whose channel is closed when an entry with message
+// msg is logged (at any level), so a test can wait for a state a component
+// reports only in its log.
+func LogSignal(msg string) (*zap.Logger, <-chan struct{}) {
+	c := &signalCore{LevelEnabler: zapcore.DebugLevel, msg: msg, ch: make(chan struct{})}
+	return zap.New(c), c.ch
+}
+
+type signalCore struct {
+	zapcore.LevelEnabler
+	msg  string
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (c *signalCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c *signalCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+func (c *signalCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
+	if e.Message == c.msg {
+		c.once.Do(func() { close(c.ch) })
+	}
+	return nil
+}
+func (c *signalCore) Sync() error { return nil }
+
+// Wait fails the test unless ch is closed (or sends) within Timeout.
+func Wait[T any](t testing.TB, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(Timeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
 }
