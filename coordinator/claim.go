@@ -34,7 +34,7 @@ func (s *Session) Claim(ctx context.Context, tenant, task string) (Grant, error)
 // claim returns, besides the grant, the revision at which a busy task was
 // observed, so that Acquire can watch from there.
 func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64, error) {
-	if err := checkTask(tenant, task); err != nil {
+	if err := CheckTask(tenant, task); err != nil {
 		return Grant{}, 0, Invalid("claim", "%v", err)
 	}
 	if err := s.usable("claim", tenant, task); err != nil {
@@ -85,8 +85,7 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 			s.lg.Info("granted (claim retried)", g.taskFields()...)
 			return g, resp.Header.Revision, nil
 		}
-		holder := holderOf(tenant, task, nil, held)
-		holder.Fence = held.ModRevision
+		holder := holderOf(tenant, task, held, held) // the holder's claim wrote its fence at the same revision
 		holder.TTLLeft = c.ttlLeft(ctx, held.Lease)
 		e := newError(Busy, "claim", tenant, task, fmt.Sprintf("held by %q since epoch %d", held.Value, held.ModRevision), nil)
 		e.Holder = holder
@@ -146,11 +145,4 @@ func (c *Coordinator) ttlLeft(ctx context.Context, lease int64) int64 {
 		return -1
 	}
 	return resp.TTL
-}
-
-func checkTask(tenant, task string) error {
-	if err := CheckLabel("tenant", tenant); err != nil {
-		return err
-	}
-	return CheckLabel("task", task)
 }

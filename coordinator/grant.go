@@ -28,10 +28,11 @@ func (g Grant) Validate() error {
 	if g.Realm == "" {
 		return fmt.Errorf("grant has no realm")
 	}
-	for _, l := range []struct{ what, v string }{{"tenant", g.Tenant}, {"task", g.Task}, {"owner", g.Owner}} {
-		if err := CheckLabel(l.what, l.v); err != nil {
-			return err
-		}
+	if err := CheckTask(g.Tenant, g.Task); err != nil {
+		return err
+	}
+	if err := CheckLabel("owner", g.Owner); err != nil {
+		return err
 	}
 	if g.Epoch <= 0 {
 		return fmt.Errorf("grant epoch %d must be positive", g.Epoch)
@@ -189,7 +190,12 @@ func holderOf(tenant, task string, fence, owner *mvccpb.KeyValue) *Ownership {
 		o.Fence = fence.ModRevision
 	}
 	if owner != nil {
-		o.Owner, o.Epoch, o.Lease = string(owner.Value), owner.ModRevision, owner.Lease
+		o.Owner, o.Epoch, o.Lease = holderFields(owner)
 	}
 	return o
+}
+
+// holderFields reads owner, epoch and lease off an owner key.
+func holderFields(owner *mvccpb.KeyValue) (string, int64, int64) {
+	return string(owner.Value), owner.ModRevision, owner.Lease
 }

@@ -157,6 +157,14 @@ func CheckLabel(what, s string) error {
 	return nil
 }
 
+// CheckTask reports why tenant and task cannot name a task.
+func CheckTask(tenant, task string) error {
+	if err := CheckLabel("tenant", tenant); err != nil {
+		return err
+	}
+	return CheckLabel("task", task)
+}
+
 func checkPrefix(p string) error {
 	if p == "" || p[0] != '/' {
 		return fmt.Errorf("prefix %q must start with '/'", p)

@@ -32,7 +32,7 @@ func (o Ownership) Owned() bool { return o.Owner != "" }
 
 // Owner reads one task's ownership linearizably.
 func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership, error) {
-	if err := checkTask(tenant, task); err != nil {
+	if err := CheckTask(tenant, task); err != nil {
 		return Ownership{}, Invalid("status", "%v", err)
 	}
 	k := c.keys
@@ -99,7 +99,7 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		if o := get(kv); o != nil {
-			o.Owner, o.Epoch, o.Lease = string(kv.Value), kv.ModRevision, kv.Lease
+			o.Owner, o.Epoch, o.Lease = holderFields(kv)
 		}
 	}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
@@ -272,18 +272,14 @@ func (c *Coordinator) eventOwnership(ev *clientv3.Event) (Ownership, string, boo
 	if !ok {
 		return Ownership{}, "", false
 	}
-	o := Ownership{Tenant: tenant, Task: task, TTLLeft: -1, Revision: ev.Kv.ModRevision}
-	src := ev.Kv
+	var o *Ownership
 	if ev.Type == mvccpb.DELETE {
-		src = ev.PrevKv
+		o = holderOf(tenant, task, nil, ev.PrevKv)
+	} else {
+		o = holderOf(tenant, task, ev.Kv, ev.Kv) // a claim writes fence and owner at one revision
 	}
-	if src != nil {
-		o.Owner, o.Epoch, o.Lease = string(src.Value), src.ModRevision, src.Lease
-	}
-	if ev.Type == mvccpb.PUT {
-		o.Fence = ev.Kv.ModRevision
-	}
-	return o, key, true
+	o.Revision = ev.Kv.ModRevision
+	return *o, key, true
 }
 
 // listOwners reads the current owner keys under tenant.
@@ -302,8 +298,9 @@ func (c *Coordinator) listOwners(ctx context.Context, tenant string) (map[string
 		if !ok {
 			continue
 		}
-		owners[string(kv.Key)] = Ownership{Tenant: t, Task: task, Owner: string(kv.Value), Epoch: kv.ModRevision,
-			Lease: kv.Lease, Fence: kv.ModRevision, TTLLeft: -1, Revision: resp.Header.Revision}
+		o := holderOf(t, task, kv, kv)
+		o.Revision = resp.Header.Revision
+		owners[string(kv.Key)] = *o
 	}
 	return owners, resp.Header.Revision, nil
 }

@@ -35,15 +35,10 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator")}
 	realmKey := c.keys.Realm()
 	fresh := uuid.NewString()
-	var resp *clientv3.TxnResponse
-	err := request{op: "new", mutating: true}.do(ctx, func(ctx context.Context) (err error) {
-		resp, err = client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)).
-			Then(clientv3.OpPut(realmKey, fresh)).
-			Else(clientv3.OpGet(realmKey)).
-			Commit()
-		return err
-	})
+	resp, err := c.Txn(ctx, TxnRequest{Op: "new",
+		If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)},
+		Then: []clientv3.Op{clientv3.OpPut(realmKey, fresh)},
+		Else: []clientv3.Op{clientv3.OpGet(realmKey)}})
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func TestDispositionOf(t *testing.T) {
 	}
 	cause := errors.New("cause")
 	e := &coordinator.Error{Disposition: coordinator.StaleOwner, Op: "commit", Err: cause}
-	wrapped := errorsJoin(e)
+	wrapped := fmt.Errorf("outer: %w", e)
 	if coordinator.DispositionOf(wrapped) != coordinator.StaleOwner || !errors.Is(wrapped, coordinator.ErrStaleOwner) || !errors.Is(wrapped, cause) {
 		t.Fatalf("wrapped error lost its disposition or cause: %v", wrapped)
 	}
@@ -138,5 +138,3 @@ func TestDispositionOf(t *testing.T) {
 		t.Fatal("the zero disposition must be unknown")
 	}
 }
-
-func errorsJoin(err error) error { return fmt.Errorf("outer: %w", err) }

@@ -136,15 +136,18 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	if err != nil {
 		return Receipt{}, err
 	}
-	lg := c.Logger().Named("fencedtxn").With(zap.String("tenant", in.Tenant), zap.String("task", in.Task),
-		zap.String("operation", in.Operation), zap.Int64("epoch", g.Epoch))
+	lg := c.Logger()
+	fields := func(extra ...zap.Field) []zap.Field {
+		return append([]zap.Field{zap.String("tenant", in.Tenant), zap.String("task", in.Task),
+			zap.String("operation", in.Operation), zap.Int64("epoch", g.Epoch)}, extra...)
+	}
 	if resp.Succeeded {
 		receipt.Revision = resp.Header.Revision
-		lg.Info("committed", zap.Int64("version", receipt.CommittedVersion))
+		lg.Info("committed", fields(zap.Int64("version", receipt.CommittedVersion))...)
 		return receipt, nil
 	}
 	if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {
-		lg.Info("refused", zap.String("disposition", string(coordinator.DispositionOf(err))))
+		lg.Info("commit refused", fields(zap.String("disposition", string(coordinator.DispositionOf(err))))...)
 		return Receipt{}, err
 	}
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
@@ -164,7 +167,7 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		}
 		prior.Disposition = coordinator.HistoricalRetry
 		prior.Revision = opKV[0].ModRevision
-		lg.Info("historical retry", zap.Int64("original-epoch", prior.Epoch))
+		lg.Info("historical retry", fields(zap.Int64("original-epoch", prior.Epoch))...)
 		return prior, nil
 	}
 	var version int64
@@ -182,10 +185,11 @@ func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o comm
 	if err := g.Validate(); err != nil {
 		return coordinator.Invalid("commit", "%v", err)
 	}
-	for _, l := range []struct{ what, v string }{{"tenant", in.Tenant}, {"task", in.Task}, {"operation", in.Operation}} {
-		if err := coordinator.CheckLabel(l.what, l.v); err != nil {
-			return coordinator.Invalid("commit", "%v", err)
-		}
+	if err := coordinator.CheckTask(in.Tenant, in.Task); err != nil {
+		return coordinator.Invalid("commit", "%v", err)
+	}
+	if err := coordinator.CheckLabel("operation", in.Operation); err != nil {
+		return coordinator.Invalid("commit", "%v", err)
 	}
 	if in.ExpectedVersion < 0 {
 		return coordinator.Invalid("commit", "expected version %d is negative", in.ExpectedVersion)
