@@ -20,6 +20,8 @@ const (
 	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
 	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
 	ExitOwnershipLost  = 5 // run: ownership was lost and the child was stopped
+	ExitDenied         = 6 // permission_denied: etcd's auth refused; nothing written
+	ExitNotFound       = 7 // no_keyspace: nothing at this prefix to read; nothing written
 )
 
 // ExitCode maps an error returned by the app to the process's exit status.
@@ -48,6 +50,10 @@ func ExitCode(err error) int {
 		return ExitInvalid
 	case coordinator.ClassUnavailable:
 		return ExitUnavailable
+	case coordinator.ClassDenied:
+		return ExitDenied
+	case coordinator.ClassNotFound:
+		return ExitNotFound
 	}
 	// outcome_unknown, and any error that names no disposition: never read
 	// as done or as refused.

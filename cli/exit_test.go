@@ -20,6 +20,8 @@ func TestExitCodeOfEveryDisposition(t *testing.T) {
 		coordinator.ClassInvalid:        cli.ExitInvalid,
 		coordinator.ClassUnavailable:    cli.ExitUnavailable,
 		coordinator.ClassOutcomeUnknown: cli.ExitOutcomeUnknown,
+		coordinator.ClassDenied:         cli.ExitDenied,
+		coordinator.ClassNotFound:       cli.ExitNotFound,
 	}
 	for _, d := range coordinator.Dispositions {
 		if d.Class() == coordinator.ClassDone {

@@ -25,17 +25,34 @@ const (
 	ScopeMismatch      Disposition = "scope_mismatch"
 	OperationConflict  Disposition = "operation_conflict"
 	VersionConflict    Disposition = "version_conflict"
+	// IllegalTransition: the effect ledger's transition table forbids the
+	// requested state change; nothing was written.
+	IllegalTransition Disposition = "illegal_transition"
 
 	InvalidInput         Disposition = "invalid_input"
 	AuthorityUnavailable Disposition = "authority_unavailable"
 	OutcomeUnknown       Disposition = "outcome_unknown"
+
+	// PermissionDenied: etcd's auth refused the request (the user's role
+	// lacks the prefix); nothing was written. Not a hold: retrying with the
+	// same credentials gets the same answer.
+	PermissionDenied Disposition = "permission_denied"
+	// NoKeyspace: a read of a prefix that holds no leasegate keyspace (no
+	// realm key). Nothing was written: reads never create the realm.
+	NoKeyspace Disposition = "no_keyspace"
+	// NoSpace: etcd raised its NOSPACE alarm (the backend reached its quota);
+	// it refuses every write until an operator compacts, defragments and
+	// disarms the alarm. Nothing was written: a hold.
+	NoSpace Disposition = "no_space"
 )
 
 // Dispositions lists every disposition, done ones first.
 var Dispositions = []Disposition{
 	Granted, Renewed, Released, Committed, HistoricalRetry,
 	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
-	InvalidInput, AuthorityUnavailable, OutcomeUnknown,
+	IllegalTransition,
+	InvalidInput, AuthorityUnavailable, NoSpace, OutcomeUnknown,
+	PermissionDenied, NoKeyspace,
 }
 
 // Class groups dispositions by what the caller should do.
@@ -49,6 +66,8 @@ const (
 	ClassInvalid
 	ClassUnavailable
 	ClassOutcomeUnknown
+	ClassDenied   // permission_denied: fix the credentials
+	ClassNotFound // no_keyspace: nothing there to read
 )
 
 // Class says whether d is done, refused, invalid, a hold or unknown.
@@ -56,12 +75,17 @@ func (d Disposition) Class() Class {
 	switch d {
 	case Granted, Renewed, Released, Committed, HistoricalRetry:
 		return ClassDone
-	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict:
+	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
+		IllegalTransition:
 		return ClassRefused
 	case InvalidInput:
 		return ClassInvalid
-	case AuthorityUnavailable:
+	case AuthorityUnavailable, NoSpace:
 		return ClassUnavailable
+	case PermissionDenied:
+		return ClassDenied
+	case NoKeyspace:
+		return ClassNotFound
 	case OutcomeUnknown:
 		return ClassOutcomeUnknown
 	}
@@ -85,8 +109,16 @@ func (d Disposition) Hint() string {
 		return "this operation id was already committed with another payload; use a new operation id for a new intent"
 	case VersionConflict:
 		return "the state moved on; read the current version and decide again"
+	case IllegalTransition:
+		return "the ledger's transition table forbids this state change; read the record (ops show) and act on its current state"
 	case InvalidInput:
 		return "fix the input; nothing was sent"
+	case PermissionDenied:
+		return "etcd refused the credentials for this prefix; grant the user's role readwrite on the leasegate prefix (see docs/operations.md); nothing was written"
+	case NoKeyspace:
+		return "no leasegate keyspace at this prefix (no realm key); check --prefix, or create it with an acting command (claim); nothing was written"
+	case NoSpace:
+		return "etcd's NOSPACE alarm is raised and it refuses every write; compact, defragment and disarm the alarm (docs/operations.md), or run leasegate gc; nothing was written"
 	case AuthorityUnavailable:
 		return "etcd could not be reached; nothing was written; hold and retry later"
 	case OutcomeUnknown:
@@ -108,6 +140,10 @@ var (
 	ErrInvalidInput         = errors.New("coordinator: invalid input")
 	ErrAuthorityUnavailable = errors.New("coordinator: authority unavailable")
 	ErrOutcomeUnknown       = errors.New("coordinator: outcome unknown")
+	ErrIllegalTransition    = errors.New("coordinator: illegal transition")
+	ErrPermissionDenied     = errors.New("coordinator: permission denied")
+	ErrNoKeyspace           = errors.New("coordinator: no keyspace")
+	ErrNoSpace              = errors.New("coordinator: no space")
 )
 
 var sentinels = map[Disposition]error{
@@ -121,6 +157,10 @@ var sentinels = map[Disposition]error{
 	InvalidInput:         ErrInvalidInput,
 	AuthorityUnavailable: ErrAuthorityUnavailable,
 	OutcomeUnknown:       ErrOutcomeUnknown,
+	IllegalTransition:    ErrIllegalTransition,
+	PermissionDenied:     ErrPermissionDenied,
+	NoKeyspace:           ErrNoKeyspace,
+	NoSpace:              ErrNoSpace,
 }
 
 // Error is every non-done outcome the leasegate packages return. It carries
