@@ -87,6 +87,9 @@ func (r request) classify(t *sendTracker, err error) error {
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return newError(ExpiredOwner, r.op, r.tenant, r.task, "lease not found", err)
 	}
+	if isNoSpace(err) {
+		return newError(NoSpace, r.op, r.tenant, r.task, "etcd's NOSPACE alarm is raised: it applies no write until an operator frees space and disarms it", err)
+	}
 	if !r.mutating {
 		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "read failed", err)
 	}
@@ -101,6 +104,13 @@ func (r request) classify(t *sendTracker, err error) error {
 		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "not sent: no connection to etcd", err)
 	}
 	return newError(OutcomeUnknown, r.op, r.tenant, r.task, "sent, but no answer came back", err)
+}
+
+// isNoSpace reports etcd's quota refusal: the backend reached its quota
+// (checked before the request is proposed) or the NOSPACE alarm is raised
+// (the apply refuses every write). Either way nothing was applied.
+func isNoSpace(err error) bool {
+	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace)
 }
 
 // definitelyNotApplied reports errors etcd returns before it proposes a

@@ -52,6 +52,7 @@ type config struct {
 	electionMs  uint
 	dialOptions []grpc.DialOption
 	logger      *zap.Logger
+	quotaBytes  int64 // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
 }
 
 // WithSize sets the number of members (1 to 7; default 1).
@@ -115,6 +116,7 @@ type Member struct {
 	logger    *zap.Logger
 	tickMs    uint
 	election  uint
+	quota     int64
 
 	mu   sync.Mutex
 	etcd *embed.Etcd
@@ -176,6 +178,7 @@ func start(dir string, cfg config) (*Cluster, error) {
 			logger:    cfg.logger,
 			tickMs:    cfg.tickMs,
 			election:  cfg.electionMs,
+			quota:     cfg.quotaBytes,
 		}
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL.String())
@@ -209,6 +212,7 @@ func (m *Member) start(state string) error {
 	ec.TickMs = m.tickMs
 	ec.ElectionMs = m.election
 	ec.UnsafeNoFsync = true
+	ec.QuotaBackendBytes = m.quota
 	ec.ListenClientUrls = []url.URL{m.clientURL}
 	ec.AdvertiseClientUrls = []url.URL{m.clientURL}
 	ec.ListenPeerUrls = []url.URL{m.peerURL}

@@ -1,0 +1,67 @@
+package coordinator_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestNoSpace fills a member started with a tiny backend quota until etcd
+// raises its NOSPACE alarm; from then on every leasegate write is no_space
+// (a hold, nothing written), never outcome_unknown or a refusal.
+func TestNoSpace(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithQuotaBackendBytes(1<<20))
+	cli := cl.Client(t)
+	c := lgtest.CoordinatorOf(t, cli)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 30*time.Second)
+	g := lgtest.Claim(t, s, "t", "full")
+
+	filler := strings.Repeat("x", 64<<10)
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no NOSPACE after 200 puts of 64 KiB on a 1 MiB quota")
+		}
+		_, err := cli.Put(ctx, fmt.Sprintf("/filler/%d", i), filler)
+		if errors.Is(err, rpctypes.ErrNoSpace) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	alarms, err := cli.AlarmList(ctx)
+	if err != nil || len(alarms.Alarms) == 0 {
+		t.Fatalf("alarm list: %v %v; want the NOSPACE alarm raised", alarms, err)
+	}
+
+	before := lgtest.Snap(t, cli, c.Keys().Prefix())
+	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "full", Operation: "op-1", Value: "v"})
+	lgtest.Want(t, err, coordinator.NoSpace)
+	if !errors.Is(err, coordinator.ErrNoSpace) || coordinator.NoSpace.Class() != coordinator.ClassUnavailable {
+		t.Fatalf("commit: %v; want ErrNoSpace, a hold", err)
+	}
+	_, err = s.Claim(ctx, "t", "other")
+	lgtest.Want(t, err, coordinator.NoSpace)
+	_, err = c.NewSession(ctx, "late", 10*time.Second)
+	lgtest.Want(t, err, coordinator.NoSpace)
+	_, err = c.RotateRealm(ctx)
+	lgtest.Want(t, err, coordinator.NoSpace)
+	if d := before.Diff(lgtest.Snap(t, cli, c.Keys().Prefix())); d != "" {
+		t.Fatalf("a write under NOSPACE changed the keyspace:\n%s", d)
+	}
+	// Reads still work: the grant is still current.
+	if own, err := c.Owner(ctx, "t", "full"); err != nil || own.Epoch != g.Epoch {
+		t.Fatalf("owner under NOSPACE: %+v %v", own, err)
+	}
+}
