@@ -15,7 +15,9 @@ import (
 //	<p>/state/<tenant>/<task>                {version, value, operation, epoch}
 //	<p>/ops/<tenant>/<task>/<operation>      {payload_digest, receipt, epoch, owner}
 //	<p>/effects/<tenant>/<task>/<operation>  effect record (ledger)
-//	<p>/journal/<tenant>/<task>/<revision>   one ledger transition
+//	<p>/journal/<tenant>/<task>/<operation>/<seq>  one ledger transition
+//	                                         (ordered by seq per operation, by
+//	                                         CreateRevision per task)
 //
 // Labels may contain '/' and '%'; in keys they are percent-escaped, so the
 // encoding is injective: tenant "a/b" task "c" and tenant "a" task "b/c" are
@@ -55,9 +57,23 @@ func (k Keyspace) Effect(tenant, task, operation string) string {
 	return k.task("effects", tenant, task) + "/" + escape(operation)
 }
 
-// Journal is one ledger transition of a task, at an etcd revision.
-func (k Keyspace) Journal(tenant, task string, revision int64) string {
-	return fmt.Sprintf("%s/%020d", k.task("journal", tenant, task), revision)
+// EffectPrefix is the prefix of every ledger record of a task.
+func (k Keyspace) EffectPrefix(tenant, task string) string {
+	return k.task("effects", tenant, task) + "/"
+}
+
+// JournalEntry is the journal entry of an operation's seq-th ledger
+// transition. A fenced Txn cannot know its own revision before it applies,
+// so the ledger keys entries by operation and sequence number; the entry's
+// CreateRevision is the revision of the transition.
+func (k Keyspace) JournalEntry(tenant, task, operation string, seq int64) string {
+	return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)
+}
+
+// JournalOperationPrefix is the prefix of every journal entry of one
+// operation.
+func (k Keyspace) JournalOperationPrefix(tenant, task, operation string) string {
+	return k.JournalPrefix(tenant, task) + escape(operation) + "/"
 }
 
 // JournalPrefix is the prefix of every journal entry of a task.

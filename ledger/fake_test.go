@@ -1,0 +1,270 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// provider is a fault-injecting fake of an external provider (only etcd is
+// real in these tests). It deduplicates by operation id, as a cooperating
+// provider does, and counts every call the gateway made.
+type provider struct {
+	kind     string
+	contract Contract
+
+	mu           sync.Mutex
+	world        string         // the precondition digest the world shows now
+	applied      map[string]int // operation -> effects that took place
+	applyCalls   []string       // "operation@epoch" of every Apply
+	preCalls     int
+	observeCalls int
+
+	dropResponse  bool                                   // apply, then lose the answer
+	refuse        *RefusedError                          // refuse definitely, applying nothing
+	noEvidence    bool                                   // answer success with no evidence
+	onApply       func(operation string)                 // runs inside Apply, before it applies
+	afterApply    func(operation string)                 // runs inside Apply, after it applied
+	observeScript []Outcome                              // outcomes Observe returns in turn (then the truth)
+	observeErr    error                                  // Observe fails
+	preBarrier    *barrier                               // Precondition waits here
+	observeHook   func(operation string) (Outcome, bool) // overrides Observe when ok
+}
+
+func newProvider(kind string) *provider {
+	return &provider{kind: kind, contract: Contract{RetrySafe: true, Retention: time.Hour}, world: "world-1",
+		applied: map[string]int{}}
+}
+
+func (p *provider) Kind() string       { return p.kind }
+func (p *provider) Contract() Contract { return p.contract }
+
+func (p *provider) Precondition(ctx context.Context, e Effect) (Observation, error) {
+	p.mu.Lock()
+	p.preCalls++
+	b := p.preBarrier
+	p.mu.Unlock()
+	if b != nil {
+		if err := b.wait(ctx); err != nil {
+			return Observation{}, err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Observation{Digest: p.world, At: time.Now(), Detail: json.RawMessage(fmt.Sprintf(`{"writer":%q}`, p.world))}, nil
+}
+
+func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch int64) (Evidence, error) {
+	p.mu.Lock()
+	p.applyCalls = append(p.applyCalls, fmt.Sprintf("%s@%d", operation, epoch))
+	onApply, afterApply := p.onApply, p.afterApply
+	p.mu.Unlock()
+	if onApply != nil {
+		onApply(operation)
+	}
+	p.mu.Lock()
+	if p.refuse != nil {
+		r := *p.refuse
+		p.mu.Unlock()
+		return Evidence{}, &r
+	}
+	p.applied[operation]++ // the provider acts...
+	n := p.applied[operation]
+	drop, noEv := p.dropResponse, p.noEvidence
+	p.mu.Unlock()
+	if afterApply != nil {
+		afterApply(operation)
+	}
+	switch {
+	case drop: // ...and its answer is lost on the way back
+		return Evidence{}, Ambiguous(context.DeadlineExceeded)
+	case noEv:
+		return Evidence{}, nil
+	}
+	return Evidence{ProviderIDs: []string{fmt.Sprintf("req-%s-%d", operation, n)}}, nil
+}
+
+func (p *provider) Observe(ctx context.Context, e Effect, operation string) (Outcome, Evidence, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.observeCalls++
+	if p.observeHook != nil {
+		if o, ok := p.observeHook(operation); ok {
+			return o, Evidence{}, nil
+		}
+	}
+	if p.observeErr != nil {
+		return Inconclusive, Evidence{}, p.observeErr
+	}
+	if len(p.observeScript) > 0 {
+		o := p.observeScript[0]
+		p.observeScript = p.observeScript[1:]
+		if o != Applied {
+			return o, Evidence{}, nil
+		}
+	}
+	if p.applied[operation] > 0 {
+		return Applied, Evidence{ProviderIDs: []string{"observed-" + operation}}, nil
+	}
+	return NotApplied, Evidence{Detail: json.RawMessage(`{"found":false}`)}, nil
+}
+
+func (p *provider) appliedCount(operation string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applied[operation]
+}
+
+func (p *provider) calls() (pre, apply, observe int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.preCalls, len(p.applyCalls), p.observeCalls
+}
+
+func (p *provider) set(f func(p *provider)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
+}
+
+// barrier releases its waiters once n of them have arrived.
+type barrier struct {
+	mu      sync.Mutex
+	n       int
+	arrived int
+	ch      chan struct{}
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, ch: make(chan struct{})} }
+
+func (b *barrier) wait(ctx context.Context) error {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.n {
+		close(b.ch)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// env is one test's world: a real embedded etcd, a coordinator, a ledger
+// with a fake provider, and the first owner's grant.
+type env struct {
+	t   *testing.T
+	cl  *embedtest.Cluster
+	c   *coordinator.Coordinator
+	l   *Ledger
+	p   *provider
+	s   *coordinator.Session
+	g   coordinator.Grant
+	ctx context.Context
+}
+
+const tenant, task = "acme", "failover"
+
+func newEnv(t *testing.T, opts ...Option) *env {
+	t.Helper()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	p := newProvider("db-promote")
+	l, err := New(c, append([]Option{WithAdapters(p), WithSleep(func(ctx context.Context, _ time.Duration) error { return ctx.Err() })}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lgtest.Session(t, c, "worker-a", 10*time.Second)
+	return &env{t: t, cl: cl, c: c, l: l, p: p, s: s, g: lgtest.Claim(t, s, tenant, task), ctx: lgtest.Ctx(t)}
+}
+
+func promote(target string) Effect {
+	return Effect{Kind: "db-promote", Target: target, Params: json.RawMessage(`{"max_loss_s": 5, "cluster": "` + target + `"}`), Policy: "policy-7"}
+}
+
+// authorized proposes and authorizes operation against the provider's world now.
+func (e *env) authorized(g coordinator.Grant, operation string, eff Effect) Record {
+	e.t.Helper()
+	pre, err := e.p.Precondition(e.ctx, eff)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.p.set(func(p *provider) { p.preCalls-- })
+	rec, err := e.l.Propose(e.ctx, g, operation, eff, pre)
+	if err != nil {
+		e.t.Fatalf("propose: %v", err)
+	}
+	rec, err = e.l.Authorize(e.ctx, g, operation, Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest,
+		PreconditionDigest: rec.Precondition.Digest, At: time.Now()})
+	if err != nil {
+		e.t.Fatalf("authorize: %v", err)
+	}
+	if rec.State != Authorized {
+		e.t.Fatalf("authorized record is %s", rec.State)
+	}
+	return rec
+}
+
+// takeover ends the current owner's lease and claims the task as a new owner.
+func (e *env) takeover(owner string) coordinator.Grant {
+	e.t.Helper()
+	if err := e.c.RevokeLease(e.ctx, e.g.Lease); err != nil {
+		e.t.Fatalf("revoke: %v", err)
+	}
+	s := lgtest.Session(e.t, e.c, owner, 10*time.Second)
+	g := lgtest.Claim(e.t, s, tenant, task)
+	if g.Epoch <= e.g.Epoch {
+		e.t.Fatalf("new epoch %d not above %d", g.Epoch, e.g.Epoch)
+	}
+	return g
+}
+
+// journal reads the operation's record and journal, and checks the journal
+// is a chain in transition order: seq 1, 2, ...; each entry's From the
+// previous To; revisions strictly increasing; the last To the record's state.
+func (e *env) journal(operation string) (Record, []Transition) {
+	e.t.Helper()
+	rec, js, err := e.l.Record(e.ctx, tenant, task, operation)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var prev Transition
+	for i, tr := range js {
+		if tr.Seq != int64(i+1) || tr.From != prev.To || (i > 0 && tr.Revision <= prev.Revision) {
+			e.t.Fatalf("journal entry %d out of order: %+v after %+v", i, tr, prev)
+		}
+		prev = tr
+	}
+	if len(js) == 0 || prev.To != rec.State || rec.Seq != int64(len(js)) || prev.Revision != rec.Revision {
+		e.t.Fatalf("journal %+v does not end at record %+v", js, rec)
+	}
+	return rec, js
+}
+
+func states(js []Transition) []State {
+	out := make([]State, len(js))
+	for i, tr := range js {
+		out[i] = tr.To
+	}
+	return out
+}
+
+func wantStates(t *testing.T, js []Transition, want ...State) {
+	t.Helper()
+	got := states(js)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("journal states %v, want %v", got, want)
+	}
+}
+
+var errObserve = errors.New("provider: describe timed out")

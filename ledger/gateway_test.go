@@ -1,0 +1,225 @@
+package ledger
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestDispatchConfirmsWithEvidence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "promote-1", promote("db-b"))
+	rec, err := e.l.Dispatch(e.ctx, e.g, "promote-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != Confirmed || rec.Evidence == nil || rec.Evidence.Empty() || rec.Epoch != e.g.Epoch || rec.Attempts != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+	if n := e.p.appliedCount("promote-1"); n != 1 {
+		t.Fatalf("applied %d times", n)
+	}
+	got, js := e.journal("promote-1")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Confirmed)
+	if js[1].Approver != "darius" || js[3].Evidence == nil || js[3].Epoch != e.g.Epoch || js[3].Owner != "worker-a" {
+		t.Fatalf("journal %+v", js)
+	}
+	if got.Revision != rec.Revision || got.State != Confirmed {
+		t.Fatalf("read back %+v, dispatch returned %+v", got, rec)
+	}
+	// A second dispatch of a confirmed operation is refused and calls nothing.
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	_, err = e.l.Dispatch(e.ctx, e.g, "promote-1")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("refused dispatch wrote:\n%s", d)
+	}
+	if _, apply, _ := e.p.calls(); apply != 1 {
+		t.Fatalf("adapter applied %d times", apply)
+	}
+}
+
+func TestProposeIsIdempotentOnTheOperationID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pre := Observation{Digest: "world-1", At: time.Now()}
+	first, err := e.l.Propose(e.ctx, e.g, "op", promote("db-b"), pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same effect, its parameters written differently: the same record.
+	same := promote("db-b")
+	same.Params = json.RawMessage(`{ "cluster":"db-b",  "max_loss_s":5 }`)
+	again, err := e.l.Propose(e.ctx, e.g, "op", same, pre)
+	if err != nil || again.Revision != first.Revision || again.ParamsDigest != first.ParamsDigest {
+		t.Fatalf("second propose: %+v %v (first %+v)", again, err, first)
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	_, err = e.l.Propose(e.ctx, e.g, "op", promote("db-c"), pre)
+	lgtest.Want(t, err, coordinator.OperationConflict)
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("conflicting propose wrote:\n%s", d)
+	}
+}
+
+func TestAuthorizeBindsTheExactDigests(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rec, err := e.l.Propose(e.ctx, e.g, "op", promote("db-b"), Observation{Digest: "world-1", At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := Digest(promote("db-c"))
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	for name, a := range map[string]Approval{
+		"other parameters": {Approver: "darius", ParamsDigest: other, PreconditionDigest: rec.Precondition.Digest},
+		"other world":      {Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: "world-0"},
+	} {
+		_, err := e.l.Authorize(e.ctx, e.g, "op", a)
+		if coordinator.DispositionOf(err) != coordinator.OperationConflict {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	_, err = e.l.Authorize(e.ctx, e.g, "op", Approval{Approver: "darius"})
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("refused approvals wrote:\n%s", d)
+	}
+	a := Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: time.Now()}
+	got, err := e.l.Authorize(e.ctx, e.g, "op", a)
+	if err != nil || got.State != Authorized || got.ApprovalDigest != a.Digest() {
+		t.Fatalf("authorize: %+v %v", got, err)
+	}
+	again, err := e.l.Authorize(e.ctx, e.g, "op", a)
+	if err != nil || again.Revision != got.Revision {
+		t.Fatalf("repeated approval: %+v %v", again, err)
+	}
+}
+
+func TestStaleEpochRefusedBeforeTheAdapter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	old := e.g
+	e.takeover("worker-b")
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	_, err := e.l.Dispatch(e.ctx, old, "op")
+	lgtest.Want(t, err, coordinator.StaleOwner)
+	if pre, apply, obs := e.p.calls(); pre+apply+obs != 0 {
+		t.Fatalf("the adapter saw %d precondition, %d apply, %d observe calls", pre, apply, obs)
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("stale dispatch wrote:\n%s", d)
+	}
+}
+
+func TestConcurrentDispatchReachesTheAdapterOnce(t *testing.T) {
+	t.Parallel()
+	t.Run("one grant, two callers", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.authorized(e.g, "op", promote("db-b"))
+		// Both callers read AUTHORIZED and revalidate before either claims.
+		e.p.set(func(p *provider) { p.preBarrier = newBarrier(2) })
+		errs := dispatchTogether(e, e.g, e.g)
+		if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("op") != 1 {
+			t.Fatalf("adapter applied %d times (errors %v)", apply, errs)
+		}
+		var refused int
+		for _, err := range errs {
+			if coordinator.DispositionOf(err) == coordinator.IllegalTransition {
+				refused++
+			} else if err != nil {
+				t.Fatalf("dispatch: %v", err)
+			}
+		}
+		if refused != 1 {
+			t.Fatalf("errors %v: want one illegal_transition", errs)
+		}
+		_, js := e.journal("op")
+		wantStates(t, js, Proposed, Authorized, Dispatching, Confirmed)
+	})
+	t.Run("two grants", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.authorized(e.g, "op", promote("db-b"))
+		old := e.g
+		cur := e.takeover("worker-b")
+		errs := dispatchTogether(e, old, cur)
+		if _, apply, _ := e.p.calls(); apply != 1 {
+			t.Fatalf("adapter applied %d times (errors %v)", apply, errs)
+		}
+		lgtest.Want(t, errs[0], coordinator.StaleOwner)
+		if errs[1] != nil {
+			t.Fatalf("current owner's dispatch: %v", errs[1])
+		}
+		rec, _ := e.journal("op")
+		if rec.Epoch != cur.Epoch || rec.State != Confirmed {
+			t.Fatalf("record %+v", rec)
+		}
+	})
+}
+
+func dispatchTogether(e *env, gs ...coordinator.Grant) []error {
+	errs := make([]error, len(gs))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Go(func() { _, errs[i] = e.l.Dispatch(e.ctx, g, "op") })
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestChangedWorldIsSupersededNotDispatched(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	e.p.set(func(p *provider) { p.world = "world-2" }) // topology changed between approval and dispatch
+	rec, err := e.l.Dispatch(e.ctx, e.g, "op")
+	if err != nil || rec.State != Superseded {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	if _, apply, _ := e.p.calls(); apply != 0 {
+		t.Fatal("a superseded operation reached Apply")
+	}
+	_, js := e.journal("op")
+	wantStates(t, js, Proposed, Authorized, Superseded)
+	_, err = e.l.Dispatch(e.ctx, e.g, "op")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+}
+
+func TestApplyAnswers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		fault func(p *provider)
+		want  State
+		ev    bool
+	}{
+		{"definite refusal with evidence", func(p *provider) {
+			p.refuse = &RefusedError{Reason: "InvalidParameterCombination", Evidence: Evidence{ProviderIDs: []string{"req-9"}}}
+		}, Failed, true},
+		{"refusal without evidence", func(p *provider) { p.refuse = &RefusedError{Reason: "no"} }, Unknown, false},
+		{"success without evidence", func(p *provider) { p.noEvidence = true }, Unknown, false},
+		{"response lost after applying", func(p *provider) { p.dropResponse = true }, Unknown, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.authorized(e.g, "op", promote("db-b"))
+			e.p.set(tc.fault)
+			rec, err := e.l.Dispatch(e.ctx, e.g, "op")
+			if err != nil || rec.State != tc.want || (rec.Evidence != nil) != tc.ev {
+				t.Fatalf("dispatch: %+v %v", rec, err)
+			}
+			_, js := e.journal("op")
+			wantStates(t, js, Proposed, Authorized, Dispatching, tc.want)
+		})
+	}
+}

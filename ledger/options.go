@@ -1,0 +1,128 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Option configures New.
+type Option func(*options) error
+
+type options struct {
+	adapters      []Adapter
+	logger        *zap.Logger
+	now           func() time.Time
+	sleep         func(ctx context.Context, d time.Duration) error
+	pollInitial   time.Duration
+	pollMax       time.Duration
+	polls         int
+	recordTimeout time.Duration
+}
+
+// Defaults of the options.
+const (
+	DefaultPollInitial   = 200 * time.Millisecond
+	DefaultPollMax       = 5 * time.Second
+	DefaultPolls         = 8
+	DefaultRecordTimeout = 10 * time.Second
+)
+
+// WithAdapters registers provider adapters, one per effect kind.
+func WithAdapters(adapters ...Adapter) Option {
+	return func(o *options) error {
+		for i, a := range adapters {
+			if a == nil {
+				return fmt.Errorf("adapter %d is nil", i)
+			}
+			if err := coordinator.CheckLabel("adapter kind", a.Kind()); err != nil {
+				return err
+			}
+			o.adapters = append(o.adapters, a)
+		}
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: the coordinator's).
+func WithLogger(lg *zap.Logger) Option {
+	return func(o *options) error {
+		if lg == nil {
+			return errors.New("nil logger")
+		}
+		o.logger = lg
+		return nil
+	}
+}
+
+// WithClock sets the clock the ledger stamps journal entries and dispatch
+// times with, and measures a provider's retention against (default
+// time.Now). A drill in simulated time injects its own.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("nil clock")
+		}
+		o.now = now
+		return nil
+	}
+}
+
+// WithSleep sets how Reconcile waits between polls of a provider (default:
+// a timer, cut short by the context). It returns the context's error if the
+// wait was cut short.
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *options) error {
+		if sleep == nil {
+			return errors.New("nil sleep")
+		}
+		o.sleep = sleep
+		return nil
+	}
+}
+
+// WithPolling bounds how Reconcile polls Observe for one UNKNOWN record: at
+// most polls observations, the first wait initial, doubling up to max.
+// Pending past the bound stays UNKNOWN (Reconcile again later);
+// inconclusive past it goes to MANUAL_REVIEW.
+func WithPolling(initial, max time.Duration, polls int) Option {
+	return func(o *options) error {
+		if initial <= 0 || max < initial {
+			return fmt.Errorf("poll backoff %v..%v: need 0 < initial <= max", initial, max)
+		}
+		if polls < 1 || polls > 1000 {
+			return fmt.Errorf("polls %d out of range 1..1000", polls)
+		}
+		o.pollInitial, o.pollMax, o.polls = initial, max, polls
+		return nil
+	}
+}
+
+// WithRecordTimeout bounds the Txn that records an Apply's outcome. It runs
+// even if the caller's context was cancelled while the provider answered,
+// so that an answer is not lost for want of a context.
+func WithRecordTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("record timeout %v must be positive", d)
+		}
+		o.recordTimeout = d
+		return nil
+	}
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,189 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Reconcile is what a new owner of a task runs on taking over: every
+// DISPATCHING record of an older epoch becomes UNKNOWN (its dispatch may or
+// may not have reached the provider; a newer epoch cannot cancel it), then
+// every UNKNOWN record is settled against the provider's own authority
+// (Observe), polled with bounded backoff (WithPolling):
+//
+//   - applied, with evidence: CONFIRMED;
+//   - not applied: AUTHORIZED again, to be dispatched under the same
+//     operation id, only where the adapter's contract says a retry under
+//     that id is safe and the first dispatch is within the provider's
+//     retention (SUPERSEDED instead if the world has changed meanwhile);
+//     otherwise MANUAL_REVIEW;
+//   - pending past the bound: stays UNKNOWN (call Reconcile again later);
+//   - inconclusive past the bound: MANUAL_REVIEW.
+//
+// It never mints a new operation id. It leaves DISPATCHING records of g's
+// own epoch alone: their dispatch may still be in flight in this owner.
+// It returns the records it looked at, as they are now.
+func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, error) {
+	const op = "reconcile"
+	if err := g.Validate(); err != nil {
+		return nil, coordinator.Invalid(op, "%v", err)
+	}
+	recs, err := l.fencedList(ctx, op, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, rec := range recs {
+		if rec.State == Dispatching && rec.Epoch < g.Epoch {
+			rec, err = l.apply(ctx, g, rec, change{to: Unknown, by: StepReconcile,
+				reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; the task has a new owner", rec.Epoch, rec.Owner)})
+			if err != nil {
+				return append(out, rec), err
+			}
+		}
+		if rec.State != Unknown {
+			continue
+		}
+		rec, err = l.settle(ctx, g, rec)
+		out = append(out, rec)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// settle polls Observe for one UNKNOWN record and moves it as Reconcile
+// says.
+func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (Record, error) {
+	ad, ok := l.adapters[rec.Effect.Kind]
+	if !ok {
+		return rec, coordinator.Invalid("reconcile", "no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation)
+	}
+	wait := l.pollInitial
+	last, lastDetail := Inconclusive, ""
+	for i := range l.polls {
+		if i > 0 {
+			if err := l.sleep(ctx, wait); err != nil {
+				return rec, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "reconcile",
+					Tenant: g.Tenant, Task: g.Task, Detail: fmt.Sprintf("stopped polling operation %q; it stays UNKNOWN", rec.Operation), Err: err}
+			}
+			wait = min(2*wait, l.pollMax)
+		}
+		outcome, ev, err := ad.Observe(ctx, rec.Effect, rec.Operation)
+		if err == nil {
+			err = checkEvidence(ev)
+		}
+		switch {
+		case err != nil:
+			last, lastDetail = Inconclusive, truncate(err.Error())
+			continue
+		case outcome == Applied && ev.Empty():
+			last, lastDetail = Inconclusive, "provider says applied but shows no evidence"
+			continue
+		case outcome == Applied:
+			return l.apply(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
+				reason: "provider's authority shows it applied", evidence: l.stamped(ev)})
+		case outcome == NotApplied:
+			return l.notApplied(ctx, g, ad, rec, ev)
+		}
+		last, lastDetail = outcome, ""
+	}
+	if last == Pending {
+		l.lg.Info("still pending", l.fields(g, rec.Operation)...)
+		return rec, nil
+	}
+	reason := fmt.Sprintf("provider inconclusive after %d observations", l.polls)
+	if lastDetail != "" {
+		reason += ": " + lastDetail
+	}
+	return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
+}
+
+// notApplied moves an UNKNOWN record the provider says never applied.
+func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter, rec Record, ev Evidence) (Record, error) {
+	var evp *Evidence
+	if !ev.Empty() {
+		evp = l.stamped(ev)
+	}
+	c := ad.Contract()
+	age := l.now().Sub(rec.DispatchedAt)
+	switch {
+	case !c.RetrySafe:
+		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
+			reason: "provider shows it not applied, but its contract does not make a retry under the same id safe"})
+	case c.Retention <= 0 || rec.DispatchedAt.IsZero() || age >= c.Retention:
+		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
+			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
+	}
+	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
+		return l.apply(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
+			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", short(rec.Precondition.Digest), short(now.Digest))})
+	}
+	return l.apply(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
+		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
+}
+
+// Resolve is an operator's decision on a MANUAL_REVIEW record, and only on
+// one: to CONFIRMED or FAILED (with the provider's evidence), SUPERSEDED or
+// REJECTED. It is journaled with who approved it and why — a separately
+// authorized action under the task's grant, never a silent bypass.
+func (l *Ledger) Resolve(ctx context.Context, g coordinator.Grant, operation string, to State, ev Evidence, approver, why string) (Record, error) {
+	const op = "resolve"
+	if err := l.checkGrantOp(op, g, operation); err != nil {
+		return Record{}, err
+	}
+	if err := coordinator.CheckLabel("approver", approver); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if err := checkText("why", why, true); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if _, err := ParseState(string(to)); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if err := checkEvidence(ev); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if (to == Confirmed || to == Failed) && ev.Empty() {
+		return Record{}, coordinator.Invalid(op, "%s needs the provider's evidence (ids or detail)", to)
+	}
+	rec, err := l.read(ctx, op, g, operation)
+	if err != nil {
+		return rec, err
+	}
+	var evp *Evidence
+	if !ev.Empty() {
+		evp = l.stamped(ev)
+	}
+	return l.apply(ctx, g, rec, change{to: to, by: StepResolve, evidence: evp, approver: approver,
+		reason: truncate(fmt.Sprintf("resolved by %s: %s", approver, why))})
+}
+
+// fencedList reads every record of g's task in a Txn guarded by g.
+func (l *Ledger) fencedList(ctx context.Context, op string, g coordinator.Grant) ([]Record, error) {
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If:   l.c.Guard(g),
+		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())},
+		Else: l.c.GuardReads(g)})
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return nil, l.c.CheckGuard(op, g, resp.Responses)
+	}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	out := make([]Record, 0, len(kvs))
+	for i := range kvs {
+		rec, _, err := decodeRecord(kvs[i : i+1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}

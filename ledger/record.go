@@ -1,0 +1,237 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// State is where an effect stands. The zero value "" means "no record" (or
+// "don't know") and never reads as any outcome.
+type State string
+
+// The states of DESIGN.md's effect ledger.
+const (
+	Proposed     State = "PROPOSED"      // intent recorded; nothing approved, nothing sent
+	Authorized   State = "AUTHORIZED"    // an approval bound to the exact parameter and precondition digests
+	Dispatching  State = "DISPATCHING"   // an epoch claimed the dispatch; the call may be in flight or done
+	Confirmed    State = "CONFIRMED"     // the provider's evidence says it applied
+	Failed       State = "FAILED"        // the provider definitely refused, with evidence
+	Unknown      State = "UNKNOWN"       // it may or may not have applied; only Observe can tell
+	Superseded   State = "SUPERSEDED"    // the world changed; this intent is void, propose anew
+	ManualReview State = "MANUAL_REVIEW" // the ledger cannot decide; an operator must (Resolve)
+	Rejected     State = "REJECTED"      // refused before dispatch
+)
+
+// States lists every state, in the order of the state machine.
+var States = []State{Proposed, Authorized, Dispatching, Confirmed, Failed, Unknown, Superseded, ManualReview, Rejected}
+
+// ParseState reads a state name (as printed, e.g. "MANUAL_REVIEW").
+func ParseState(s string) (State, error) {
+	for _, st := range States {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown state %q: one of %v", s, States)
+}
+
+// Terminal reports whether no transition leaves s.
+func (s State) Terminal() bool {
+	for _, t := range table {
+		if t.From == s {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Effect is what an operation does at a provider: its kind (which adapter),
+// its target, its parameters and the policy version it was decided under.
+// Its digest is over the canonical form of Params (object keys sorted,
+// insignificant space dropped), so equal parameters written differently
+// share one.
+type Effect struct {
+	Kind   string          `json:"kind"`
+	Target string          `json:"target"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Policy string          `json:"policy"`
+}
+
+// Observation is the world as an adapter saw it: a digest of what matters
+// to an effect's precondition, when it was seen, and any detail.
+type Observation struct {
+	Digest string          `json:"digest"`
+	At     time.Time       `json:"at"`
+	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// Evidence is what a provider showed for an outcome: its own request or
+// change ids, and detail. Empty evidence (no ids and no detail) is none:
+// nothing reaches CONFIRMED or FAILED without some.
+type Evidence struct {
+	ProviderIDs []string        `json:"provider_ids,omitempty"`
+	Detail      json.RawMessage `json:"detail,omitempty"`
+	At          time.Time       `json:"at,omitzero"`
+}
+
+// Empty reports whether e shows nothing.
+func (e Evidence) Empty() bool { return len(e.ProviderIDs) == 0 && len(bytes.TrimSpace(e.Detail)) == 0 }
+
+// Approval is one person's (or policy's) consent to exactly one set of
+// parameters under exactly one observed world: it names the digests it
+// approves, and Authorize refuses it for any other.
+type Approval struct {
+	Approver           string    `json:"approver"`
+	ParamsDigest       string    `json:"params_digest"`
+	PreconditionDigest string    `json:"precondition_digest"`
+	At                 time.Time `json:"at,omitzero"`
+	Note               string    `json:"note,omitempty"`
+}
+
+// Record is the ledger's record of one operation: one stable operation id
+// bound to one effect. Operation ids never contain an epoch or an attempt
+// number: a retry, by this owner or the next, is the same operation.
+type Record struct {
+	Tenant    string `json:"tenant"`
+	Task      string `json:"task"`
+	Operation string `json:"operation"`
+	State     State  `json:"state"`
+
+	Effect         Effect      `json:"effect"`
+	ParamsDigest   string      `json:"params_digest"`
+	Approval       *Approval   `json:"approval,omitempty"`
+	ApprovalDigest string      `json:"approval_digest,omitempty"`
+	Precondition   Observation `json:"precondition"`
+
+	ProposedEpoch int64     `json:"proposed_epoch"`
+	Epoch         int64     `json:"epoch"`           // the epoch that last claimed dispatch; 0 before any
+	Owner         string    `json:"owner,omitempty"` // the owner of that epoch
+	Attempts      int       `json:"attempts"`        // dispatches claimed (each under the same operation id)
+	DispatchedAt  time.Time `json:"dispatched_at,omitzero"`
+	Evidence      *Evidence `json:"evidence,omitempty"` // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
+
+	Seq      int64 `json:"seq"`      // transitions so far; the journal entry of the last one has this number
+	Revision int64 `json:"revision"` // etcd ModRevision of the record as read (not stored)
+}
+
+// Digest is the canonical digest of an effect: SHA-256 over its kind,
+// target, canonical parameters and policy, each length-prefixed.
+func Digest(e Effect) (string, error) {
+	params, err := canonical(e.Params)
+	if err != nil {
+		return "", err
+	}
+	return digest("leasegate-effect-v1", e.Kind, e.Target, string(params), e.Policy), nil
+}
+
+// Digest is the digest of an approval, stored in the record it authorized.
+func (a Approval) Digest() string {
+	return digest("leasegate-approval-v1", a.Approver, a.ParamsDigest, a.PreconditionDigest,
+		a.At.UTC().Format(time.RFC3339Nano), a.Note)
+}
+
+func digest(fields ...string) string {
+	h := sha256.New()
+	for _, f := range fields {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// canonical re-encodes JSON with object keys sorted and no insignificant
+// space, numbers kept as written. Empty params are "null".
+func canonical(raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("null"), nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("params are not JSON: %w", err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("params hold more than one JSON value")
+	}
+	return json.Marshal(v)
+}
+
+// Limits on what a record carries, so that one transition Txn stays far
+// below etcd's request size limit.
+const (
+	MaxParamsBytes   = 64 << 10
+	MaxDetailBytes   = 64 << 10
+	MaxTargetLen     = 1024
+	MaxProviderIDs   = 64
+	MaxTextLen       = 1024 // reasons, notes, why
+	maxProviderIDLen = 1024
+)
+
+func checkEffect(e Effect) error {
+	if err := coordinator.CheckLabel("effect kind", e.Kind); err != nil {
+		return err
+	}
+	if e.Target == "" || len(e.Target) > MaxTargetLen {
+		return fmt.Errorf("effect target must be 1-%d bytes, is %d", MaxTargetLen, len(e.Target))
+	}
+	if err := coordinator.CheckLabel("effect policy", e.Policy); err != nil {
+		return err
+	}
+	if len(e.Params) > MaxParamsBytes {
+		return fmt.Errorf("effect params are %d bytes; at most %d", len(e.Params), MaxParamsBytes)
+	}
+	_, err := canonical(e.Params)
+	return err
+}
+
+func checkObservation(what string, o Observation) error {
+	if o.Digest == "" || len(o.Digest) > MaxTargetLen {
+		return fmt.Errorf("%s digest must be 1-%d bytes", what, MaxTargetLen)
+	}
+	if o.At.IsZero() {
+		return fmt.Errorf("%s has no observation time", what)
+	}
+	return checkDetail(what, o.Detail)
+}
+
+func checkEvidence(ev Evidence) error {
+	if len(ev.ProviderIDs) > MaxProviderIDs {
+		return fmt.Errorf("evidence has %d provider ids; at most %d", len(ev.ProviderIDs), MaxProviderIDs)
+	}
+	for i, id := range ev.ProviderIDs {
+		if id == "" || len(id) > maxProviderIDLen {
+			return fmt.Errorf("evidence provider id %d must be 1-%d bytes", i, maxProviderIDLen)
+		}
+	}
+	return checkDetail("evidence", ev.Detail)
+}
+
+func checkDetail(what string, d json.RawMessage) error {
+	if len(d) > MaxDetailBytes {
+		return fmt.Errorf("%s detail is %d bytes; at most %d", what, len(d), MaxDetailBytes)
+	}
+	if len(bytes.TrimSpace(d)) > 0 && !json.Valid(d) {
+		return fmt.Errorf("%s detail is not JSON", what)
+	}
+	return nil
+}
+
+func checkText(what, s string, required bool) error {
+	if required && s == "" {
+		return fmt.Errorf("%s is empty", what)
+	}
+	if len(s) > MaxTextLen {
+		return fmt.Errorf("%s is %d bytes; at most %d", what, len(s), MaxTextLen)
+	}
+	return nil
+}

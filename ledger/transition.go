@@ -1,0 +1,201 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Step names the Ledger call that makes a transition: the table says not
+// only which state changes exist but which call may make each.
+type Step string
+
+// The calls that move a record.
+const (
+	StepPropose   Step = "propose"
+	StepAuthorize Step = "authorize"
+	StepReject    Step = "reject"
+	StepDispatch  Step = "dispatch"  // claim, then confirm / fail / unknown
+	StepSupersede Step = "supersede" // the world changed before dispatch
+	StepReconcile Step = "reconcile"
+	StepResolve   Step = "resolve" // an operator, from MANUAL_REVIEW only
+)
+
+// Edge is one allowed transition: From to To, made by By.
+type Edge struct {
+	From, To State
+	By       Step
+}
+
+// table is the effect ledger's state machine: every transition that can
+// happen, and the only place that says so. From "" is the creation of a
+// record. A transition not in it is refused with illegal_transition and
+// writes nothing.
+var table = []Edge{
+	{"", Proposed, StepPropose},
+
+	{Proposed, Authorized, StepAuthorize},
+	{Proposed, Rejected, StepReject},
+
+	{Authorized, Rejected, StepReject},
+	{Authorized, Superseded, StepSupersede},
+	{Authorized, Dispatching, StepDispatch},
+
+	{Dispatching, Confirmed, StepDispatch},
+	{Dispatching, Failed, StepDispatch},
+	{Dispatching, Unknown, StepDispatch},
+	{Dispatching, Unknown, StepReconcile}, // an older epoch's dispatch, on takeover
+
+	{Unknown, Confirmed, StepReconcile},
+	{Unknown, Authorized, StepReconcile}, // not applied, and the provider's contract makes a retry under the same id safe
+	{Unknown, ManualReview, StepReconcile},
+	{Unknown, Superseded, StepReconcile},
+
+	{ManualReview, Confirmed, StepResolve},
+	{ManualReview, Failed, StepResolve},
+	{ManualReview, Superseded, StepResolve},
+	{ManualReview, Rejected, StepResolve},
+}
+
+// Table returns the transition table (a copy), for documentation and tools.
+func Table() []Edge { return append([]Edge(nil), table...) }
+
+// Allowed reports whether by may move a record from from to to.
+func Allowed(from, to State, by Step) bool {
+	for _, e := range table {
+		if e == (Edge{from, to, by}) {
+			return true
+		}
+	}
+	return false
+}
+
+// Transition is one journal entry: one state change of one operation, as
+// the Txn that made it wrote it. Revision is that Txn's etcd revision (the
+// entry's CreateRevision, read back).
+type Transition struct {
+	Tenant    string    `json:"tenant"`
+	Task      string    `json:"task"`
+	Operation string    `json:"operation"`
+	Seq       int64     `json:"seq"`
+	From      State     `json:"from"`
+	To        State     `json:"to"`
+	By        Step      `json:"by"`
+	Epoch     int64     `json:"epoch"` // the epoch of the grant that made it
+	Owner     string    `json:"owner"`
+	Reason    string    `json:"reason"`
+	Evidence  *Evidence `json:"evidence,omitempty"`
+	Approver  string    `json:"approver,omitempty"`
+	At        time.Time `json:"at"` // the writer's clock: informative only
+	Revision  int64     `json:"revision"`
+}
+
+// change is what a transition does besides moving the state.
+type change struct {
+	to       State
+	by       Step
+	reason   string
+	evidence *Evidence
+	approver string
+	mutate   func(r *Record) // further fields of the new record
+}
+
+// apply moves rec (as read, at rec.Revision; or Revision 0 and State "" to
+// create it) by ch in one fenced Txn: the grant's Guard, the record's
+// ModRevision (CreateRevision 0 for a new one), then the new record and its
+// journal entry. A transition the table forbids is refused before any I/O.
+func (l *Ledger) apply(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+	op := string(ch.by)
+	if !Allowed(rec.State, ch.to, ch.by) {
+		return rec, l.illegal(op, g, rec, ch.to, "")
+	}
+	k := l.c.Keys()
+	key := k.Effect(g.Tenant, g.Task, rec.Operation)
+	next := rec
+	next.State = ch.to
+	next.Seq = rec.Seq + 1
+	next.Revision = 0
+	if ch.evidence != nil {
+		ev := *ch.evidence
+		next.Evidence = &ev
+	}
+	if ch.mutate != nil {
+		ch.mutate(&next)
+	}
+	entry := Transition{Tenant: g.Tenant, Task: g.Task, Operation: rec.Operation, Seq: next.Seq,
+		From: rec.State, To: ch.to, By: ch.by, Epoch: g.Epoch, Owner: g.Owner, Reason: ch.reason,
+		Evidence: ch.evidence, Approver: ch.approver, At: l.now().UTC()}
+	recValue, err := json.Marshal(next)
+	if err != nil {
+		return rec, coordinator.Invalid(op, "record: %v", err)
+	}
+	entryValue, err := json.Marshal(entry)
+	if err != nil {
+		return rec, coordinator.Invalid(op, "journal entry: %v", err)
+	}
+	recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)
+	if rec.State == "" {
+		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
+		If: append(l.c.Guard(g), recCmp),
+		Then: []clientv3.Op{
+			clientv3.OpPut(key, string(recValue)),
+			clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
+		},
+		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))})
+	if err != nil {
+		return rec, err
+	}
+	if !resp.Succeeded {
+		if err := l.c.CheckGuard(op, g, resp.Responses[:3]); err != nil {
+			l.lg.Info("transition refused", l.fields(g, rec.Operation, zap.String("from", string(rec.State)),
+				zap.String("to", string(ch.to)), zap.String("disposition", string(coordinator.DispositionOf(err))))...)
+			return rec, err
+		}
+		cur, found, err := decodeRecord(resp.Responses[3].GetResponseRange().GetKvs())
+		if err != nil {
+			return rec, err
+		}
+		if !found {
+			cur = Record{Tenant: g.Tenant, Task: g.Task, Operation: rec.Operation}
+		}
+		if rec.State == "" {
+			// A create that lost: the caller (Propose) decides what the existing record means.
+			return cur, errExists
+		}
+		if !Allowed(cur.State, ch.to, ch.by) {
+			return cur, l.illegal(op, g, cur, ch.to, fmt.Sprintf(" (it moved from %s at revision %d)", rec.State, rec.Revision))
+		}
+		return cur, coordinator.Refusal(coordinator.VersionConflict, op, g.Tenant, g.Task,
+			fmt.Sprintf("operation %q moved from revision %d to %d while deciding; read it and decide again",
+				rec.Operation, rec.Revision, cur.Revision))
+	}
+	next.Revision = resp.Header.Revision
+	l.lg.Info("transition", l.fields(g, rec.Operation, zap.String("from", string(rec.State)),
+		zap.String("to", string(ch.to)), zap.String("reason", ch.reason))...)
+	return next, nil
+}
+
+// errExists is apply's answer to a create whose record already exists.
+var errExists = fmt.Errorf("ledger: record exists")
+
+func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, more string) error {
+	from := rec.State
+	if from == "" {
+		from = "(none)"
+	}
+	return coordinator.Refusal(coordinator.IllegalTransition, op, g.Tenant, g.Task,
+		fmt.Sprintf("operation %q is %s%s; %s may not move it to %s", rec.Operation, from, more, op, to))
+}
+
+func (l *Ledger) fields(g coordinator.Grant, operation string, extra ...zap.Field) []zap.Field {
+	return append([]zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task),
+		zap.String("operation", operation), zap.Int64("epoch", g.Epoch), zap.String("owner", g.Owner)}, extra...)
+}
