@@ -48,14 +48,15 @@ func New() *cli.App {
 		Description: `leasegate answers one question at the moment a protected write happens: is this
 actor, right now, the current owner of this task? Exit codes: 0 done, 1 refused,
 2 invalid input, 3 authority unavailable (hold), 4 outcome unknown (retry the same
-request), 5 ownership lost under 'run'.
+request), 5 ownership lost under 'run', 6 permission denied (fix the credentials'
+role), 7 no leasegate keyspace at --prefix (reads never create one).
 
 Example:
    leasegate etcd --data-dir /tmp/lg.etcd &
    leasegate -o json claim --tenant acme --task invoices --owner worker-1 --ttl 30s > grant.json
    leasegate commit --grant grant.json --operation op-1 --value paid --expected-version 0
    leasegate list`,
-		Flags:                append(globalFlags(), helpFlag()),
+		Flags:                append(globalFlags(), helpFlag(), versionFlag()),
 		EnableBashCompletion: true,
 		HideHelp:             true,
 		HideHelpCommand:      true,
@@ -76,6 +77,7 @@ Example:
 			leaseCommand(),
 			realmCommand(),
 			runCommand(),
+			versionCommand(),
 			helpCommand(),
 		},
 	}
@@ -153,6 +155,11 @@ func helpFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help"}
 }
 
+// versionFlag is the global --version: `leasegate version`'s output.
+func versionFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "version", Usage: "print the version (as 'leasegate version') and exit"}
+}
+
 func helpCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "help",
@@ -187,9 +194,15 @@ func help(c *cli.Context) error {
 	return nil
 }
 
-// rootAction runs when no command is named: help, or a usage error for an
-// unknown command.
+// rootAction runs when no command is named: the version with --version,
+// help, or a usage error for an unknown command.
 func rootAction(c *cli.Context) error {
+	if c.Bool("version") {
+		if err := noArgs(c); err != nil {
+			return err
+		}
+		return printVersion(c)
+	}
 	if c.Args().Present() {
 		return coordinator.Invalid("leasegate", "unknown command %q; see 'leasegate --help'", c.Args().First())
 	}
@@ -206,12 +219,14 @@ func groupAction(c *cli.Context) error {
 }
 
 // usageError turns urfave's flag-parsing errors into invalid_input.
+// At the top level c.Command is the app's own root command, named like the
+// app: it is not named twice.
 func usageError(c *cli.Context, err error, _ bool) error {
-	name := "leasegate"
-	if c.Command != nil && c.Command.FullName() != "" {
-		name = "leasegate " + c.Command.FullName()
+	name := c.App.Name
+	if c.Command != nil && c.Command.FullName() != "" && c.Command.FullName() != c.App.Name {
+		name += " " + c.Command.FullName()
 	}
-	return coordinator.Invalid(strings.TrimPrefix(name, "leasegate "), "%v; see '%s --help'", err, name)
+	return coordinator.Invalid(strings.TrimPrefix(name, c.App.Name+" "), "%v%s; see '%s --help'", err, durationHint(c, err), name)
 }
 
 // noArgs refuses stray positional arguments: a mistyped flag must not be
