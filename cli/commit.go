@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,12 +22,17 @@ not recorded yet, and that the state is at --expected-version. Prints the
 receipt. Retrying the same operation with the same payload returns the original
 receipt (historical_retry), even to a later owner; the same operation with
 another payload is operation_conflict. --tenant and --task, if given, must name
-the grant's task (scope_mismatch otherwise).`,
-			"leasegate commit --grant grant.json --operation invoice-42-paid --value paid --expected-version 0"),
+the grant's task (scope_mismatch otherwise). The value is --value, or the bytes
+of --value-file (a file, or - for stdin; up to 256 KiB); one of them is
+required (--value "" writes an empty value on purpose).`,
+			"leasegate commit --grant grant.json --operation invoice-42-paid --value paid --expected-version 0",
+			"leasegate commit --grant grant.json --operation report-7 --value-file report.pdf --expected-version 3",
+			"render-report | leasegate commit --grant grant.json --operation report-7 --value-file - --expected-version 3"),
 		Flags: []cli.Flag{
 			grantFlag(),
 			&cli.StringFlag{Name: "operation", Usage: "operation id: the write's stable identity across retries and owners"},
-			&cli.StringFlag{Name: "value", Usage: "the new protected state"},
+			&cli.StringFlag{Name: "value", Usage: "the new protected state (or --value-file)"},
+			&cli.StringFlag{Name: "value-file", Usage: "read the new protected state from this file, or - for stdin: binary or large values", TakesFile: true},
 			&cli.Int64Flag{Name: "expected-version", Usage: "the state version the write was decided against (0: never written)"},
 			tenantFlag("tenant the write is for (default: the grant's)"),
 			taskFlag("task the write is for (default: the grant's)"),
@@ -50,13 +57,14 @@ func commit(c *cli.Context) error {
 	if !c.IsSet("expected-version") {
 		return coordinator.Invalid(op, "--expected-version is required (0 for a task never written)")
 	}
-	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: c.String("value"),
+	value, err := valueOf(c)
+	if err != nil {
+		return err
+	}
+	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: value,
 		ExpectedVersion: c.Int64("expected-version")}
 	if in.ExpectedVersion < 0 {
 		return coordinator.Invalid(op, "--expected-version %d is negative", in.ExpectedVersion)
-	}
-	if len(in.Value) > fencedtxn.DefaultMaxValueBytes {
-		return coordinator.Invalid(op, "--value is %d bytes; at most %d", len(in.Value), fencedtxn.DefaultMaxValueBytes)
 	}
 	for _, f := range []struct {
 		name string
@@ -86,4 +94,45 @@ func commit(c *cli.Context) error {
 				num(r.Epoch), num(r.Revision)}},
 		})
 	})
+}
+
+// valueOf reads the value to commit: --value, or --value-file (a file, or -
+// for the app's reader). One of them is required: a commit without a value
+// would silently write an empty one.
+func valueOf(c *cli.Context) (string, error) {
+	op := c.Command.FullName()
+	max := fencedtxn.DefaultMaxValueBytes
+	switch {
+	case c.IsSet("value") && c.IsSet("value-file"):
+		return "", coordinator.Invalid(op, "give --value or --value-file, not both")
+	case c.IsSet("value"):
+		v := c.String("value")
+		if len(v) > max {
+			return "", coordinator.Invalid(op, "--value is %d bytes; at most %d (the limit of one protected value)", len(v), max)
+		}
+		return v, nil
+	case !c.IsSet("value-file"):
+		return "", coordinator.Invalid(op, "--value or --value-file is required (--value \"\" to write an empty value)")
+	}
+	name := c.String("value-file")
+	if name == "-" && c.String("grant") == "-" {
+		return "", coordinator.Invalid(op, "--grant - and --value-file - cannot both read stdin")
+	}
+	var r io.Reader = c.App.Reader
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", coordinator.Invalid(op, "--value-file: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return "", coordinator.Invalid(op, "--value-file %s: %v", name, err)
+	}
+	if len(data) > max {
+		return "", coordinator.Invalid(op, "--value-file %s is larger than %d bytes (the limit of one protected value)", name, max)
+	}
+	return string(data), nil
 }
