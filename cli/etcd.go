@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -84,6 +87,10 @@ func runEtcd(c *cli.Context) error {
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(etcdLog)
 	e, err := embed.StartEtcd(cfg)
+	if err != nil && addrInUse(err) {
+		// Not a hold: retrying later does not free the port.
+		return coordinator.Invalid(op, "the address is in use (is another etcd running there?); stop it, or pick free ports with --listen-client and --listen-peer: %v", err)
+	}
 	if err != nil {
 		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "cannot start etcd", Err: err}
 	}
@@ -117,6 +124,10 @@ func runEtcd(c *cli.Context) error {
 	case err := <-e.Err():
 		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "etcd stopped", Err: err}
 	}
+}
+
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // localURL parses a listen URL: http with a host and port, nothing else

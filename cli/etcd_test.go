@@ -11,8 +11,8 @@ import (
 
 // TestEtcdCommand runs `leasegate etcd` in-process on free ports, uses it
 // with the other commands, and shuts it down by cancelling its context (as
-// SIGINT does in the binary): exit 0. Starting it on a port in use is a
-// hold (exit 3), not a refusal.
+// SIGINT does in the binary): exit 0. Starting it on a port in use says
+// so (exit 2: pick another port), not "hold and retry later".
 func TestEtcdCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -38,11 +38,14 @@ func TestEtcdCommand(t *testing.T) {
 		t.Fatalf("list after claim: %s", r.stdout)
 	}
 
-	t.Run("a port in use is a hold", func(t *testing.T) {
+	t.Run("a port in use says so", func(t *testing.T) {
 		port := strings.TrimPrefix(ready.Endpoints[0], "http://")
 		r := execApp(t, call{}, "-o", "json", "etcd", "--data-dir", t.TempDir(),
 			"--listen-client", "http://"+port, "--listen-peer", "http://127.0.0.1:0")
-		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+		if !strings.Contains(r.stderr, "the address is in use") || strings.Contains(r.stderr, "retry later") {
+			t.Fatalf("stderr %q does not say the address is in use", r.stderr)
+		}
 	})
 
 	b.cancel()

@@ -91,6 +91,8 @@ type errorOutput struct {
 	Holder      *coordinator.Ownership  `json:"holder,omitempty"`
 	Grant       *coordinator.Grant      `json:"grant,omitempty"` // run: the grant that was lost
 	Child       *childStatus            `json:"child,omitempty"` // run: how the child ended
+
+	cause string // the cause of a busy answer (a --wait-timeout given up on), for its line
 }
 
 func errorOutputOf(err error) errorOutput {
@@ -108,6 +110,7 @@ func errorOutputOf(err error) errorOutput {
 		out.Op, out.Tenant, out.Task, out.Holder = e.Op, e.Tenant, e.Task, e.Holder
 		out.Detail = e.Detail
 		if e.Err != nil {
+			out.cause = e.Err.Error()
 			out.Detail = strings.TrimPrefix(out.Detail+": "+e.Err.Error(), ": ")
 		}
 	}
@@ -130,9 +133,12 @@ func (o errorOutput) line() string {
 	}
 	detail := o.Detail
 	if h := o.Holder; h != nil && o.Disposition == coordinator.Busy && h.Owned() {
-		detail = fmt.Sprintf("held by %q since epoch %d, lease %d", h.Owner, h.Epoch, h.Lease)
+		detail = fmt.Sprintf("held by %q since epoch %d, lease %s", h.Owner, h.Epoch, leaseHex(h.Lease))
 		if h.TTLLeft >= 0 {
 			detail += fmt.Sprintf(", %ds left", h.TTLLeft)
+		}
+		if o.cause != "" {
+			detail += "; " + o.cause
 		}
 	}
 	switch {

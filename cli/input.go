@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -22,10 +24,45 @@ func ownerFlag() cli.Flag {
 	return &cli.StringFlag{Name: "owner", Usage: "owner label of the grant (the worker's identity)"}
 }
 func ttlFlag(def time.Duration) cli.Flag {
-	return &cli.DurationFlag{Name: "ttl", Usage: "lease TTL, a whole number of seconds", Value: def}
+	return &cli.DurationFlag{Name: "ttl", Usage: "lease TTL: a duration in whole seconds, with its unit (30s, 5m)", Value: def}
 }
 func grantFlag() cli.Flag {
 	return &cli.StringFlag{Name: "grant", Usage: "grant file, or - for stdin: a bare grant or claim's JSON output", TakesFile: true}
+}
+
+// badFlagValue is urfave's message for a flag value that does not parse.
+var badFlagValue = regexp.MustCompile(`invalid value "([^"]*)" for flag -([\w-]+)`)
+
+// durationHint says what a duration flag wants when it was given a bare
+// number (--ttl 10): urfave says only "parse error".
+func durationHint(c *cli.Context, err error) string {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	value, name := m[1], m[2]
+	if _, nerr := strconv.ParseFloat(value, 64); nerr != nil {
+		return ""
+	}
+	flags := c.App.Flags
+	if c.Command != nil {
+		flags = append(flags, c.Command.Flags...)
+	}
+	for _, f := range flags {
+		if _, isDuration := f.(*cli.DurationFlag); isDuration && hasName(f, name) {
+			return fmt.Sprintf(" (a duration needs a unit: --%s %ss)", name, value)
+		}
+	}
+	return ""
+}
+
+func hasName(f cli.Flag, name string) bool {
+	for _, n := range f.Names() {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // labels reads required label flags (tenant, task, owner, operation) in
@@ -95,6 +132,10 @@ func grantOf(c *cli.Context) (coordinator.Grant, error) {
 // parseGrant accepts one JSON object: a bare grant, or claim's output.
 // Unknown fields are refused, so a typo cannot leave a field zero.
 func parseGrant(data []byte) (coordinator.Grant, error) {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
+		// A table (claim without -o json) or anything else that is no JSON.
+		return coordinator.Grant{}, fmt.Errorf("not a grant: it holds no JSON object (a table?); save claim's output with -o json: 'leasegate -o json claim ... > grant.json'")
+	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return coordinator.Grant{}, fmt.Errorf("not a JSON object: %v", err)

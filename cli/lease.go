@@ -23,13 +23,13 @@ func leaseCommand() *cli.Command {
 			Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
 task claimed on it is vacated and its grant is refused (expired_owner) from
 then on; a 'leasegate run' holding it stops its child. --lease takes the
-decimal ID of a grant (its "lease" field) or 0x followed by etcdctl's hex;
+ID in hex as leasegate and etcdctl print it (or decimal, or 0x and hex);
 --grant takes a grant file (or claim's output) and revokes its lease.`,
+				"leasegate lease revoke --lease 694d7c7e0c1f4a01",
 				"leasegate lease revoke --lease 7587883720139372801",
-				"leasegate lease revoke --lease 0x694d7c7e0c1f4a01",
 				"leasegate lease revoke --grant grant.json"),
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "lease", Usage: "lease ID: decimal, or 0x-prefixed hex"},
+				&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
 				grantFlag(),
 			},
 			Action: leaseRevoke,
@@ -41,7 +41,7 @@ decimal ID of a grant (its "lease" field) or 0x followed by etcdctl's hex;
 // revocation vacated.
 type revokeOutput struct {
 	Disposition coordinator.Disposition `json:"disposition"`
-	Lease       int64                   `json:"lease"`
+	Lease       string                  `json:"lease"`            // hex, as etcdctl prints it
 	TTLLeft     int64                   `json:"ttl_left_seconds"` // what was left when it was revoked
 	Vacated     []taskRef               `json:"vacated"`
 }
@@ -85,7 +85,7 @@ func leaseRevoke(c *cli.Context) error {
 	for _, v := range out.Vacated {
 		vacated = append(vacated, v.Tenant+"/"+v.Task)
 	}
-	t.rows = [][]string{{string(ok), num(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
+	t.rows = [][]string{{string(ok), leaseHex(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
 	return globalsOf(c).out.result(out, t)
 }
 
@@ -101,9 +101,9 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id
 	}
 	if ttl.TTL < 0 {
 		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
-			Detail: fmt.Sprintf("lease %d not found: it already expired or was revoked", id)}
+			Detail: fmt.Sprintf("lease %s not found: it already expired or was revoked", leaseHex(id))}
 	}
-	out := revokeOutput{Disposition: ok, Lease: id, TTLLeft: ttl.TTL, Vacated: []taskRef{}}
+	out := revokeOutput{Disposition: ok, Lease: leaseHex(id), TTLLeft: ttl.TTL, Vacated: []taskRef{}}
 	for _, k := range ttl.Keys {
 		if kind, tenant, task, isTask := co.Keys().ParseTask(string(k)); isTask && kind == "owner" {
 			out.Vacated = append(out.Vacated, taskRef{tenant, task})
@@ -115,21 +115,24 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id
 	return out, nil
 }
 
-// leaseID parses a lease ID: decimal as in a grant, or 0x-prefixed hex as
-// etcdctl prints it.
+// leaseID parses a lease ID: hex as leasegate and etcdctl print it (16 hex
+// digits, or any hex with 0x), or decimal as older grants carried it.
 func leaseID(s string) (int64, error) {
 	if s == "" {
 		return 0, errors.New("required")
 	}
-	var id int64
+	var id uint64
 	var err error
-	if h, isHex := strings.CutPrefix(strings.ToLower(s), "0x"); isHex {
-		id, err = strconv.ParseInt(h, 16, 64)
-	} else {
-		id, err = strconv.ParseInt(s, 10, 64)
+	lower := strings.ToLower(s)
+	h, prefixed := strings.CutPrefix(lower, "0x")
+	switch {
+	case prefixed, len(s) == 16, strings.ContainsAny(lower, "abcdef"):
+		id, err = strconv.ParseUint(h, 16, 63)
+	default:
+		id, err = strconv.ParseUint(s, 10, 63)
 	}
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%q is not a lease ID (a positive decimal, or 0x and hex)", s)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%q is not a lease ID (hex as printed, e.g. 694d7c7e0c1f4a01, or decimal)", s)
 	}
-	return id, nil
+	return int64(id), nil
 }

@@ -96,7 +96,7 @@ type eventOutput struct {
 func grantTable(d coordinator.Disposition, g coordinator.Grant) table {
 	return table{
 		header: []string{"DISPOSITION", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REALM"},
-		rows:   [][]string{{string(d), g.Tenant, g.Task, g.Owner, num(g.Epoch), num(g.Lease), g.Realm}},
+		rows:   [][]string{{string(d), g.Tenant, g.Task, g.Owner, num(g.Epoch), leaseHex(g.Lease), g.Realm}},
 	}
 }
 
@@ -107,11 +107,21 @@ func ownershipRow(o coordinator.Ownership) []string {
 	if o.Owned() && o.TTLLeft >= 0 {
 		ttl = fmt.Sprintf("%ds", o.TTLLeft)
 	}
-	return []string{o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), numOrDash(o.Lease), ttl,
+	return []string{o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), leaseOrDash(o.Lease), ttl,
 		num(o.StateVersion), orDash(o.LastOperation)}
 }
 
 func num(n int64) string { return strconv.FormatInt(n, 10) }
+
+// leaseHex is a lease ID as etcdctl prints it: 16 hex digits.
+func leaseHex(id int64) string { return fmt.Sprintf("%016x", id) }
+
+func leaseOrDash(id int64) string {
+	if id == 0 {
+		return "-"
+	}
+	return leaseHex(id)
+}
 
 func numOrDash(n int64) string {
 	if n == 0 {

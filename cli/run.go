@@ -35,12 +35,15 @@ or is revoked, the owner key is deleted or replaced, or the realm rotates —
 the group gets SIGTERM, then SIGKILL after --kill-after, and leasegate exits 5.
 On SIGINT or SIGTERM the group gets the same treatment. When COMMAND exits, the
 grant is released and leasegate exits with COMMAND's status (128+n if signal n
-ended it).`,
+ended it). With --wait, --wait-timeout bounds the wait: past it, run gives up
+with busy (exit 1) and never starts COMMAND.`,
 			"leasegate run --tenant acme --task invoices --owner worker-1 --ttl 10s -- ./billing-worker --once",
+			"leasegate run --tenant acme --task invoices --owner worker-2 --wait --wait-timeout 5m -- ./billing-worker",
 			`leasegate run --tenant acme --task invoices --owner w2 --wait -- sh -c 'echo "$LEASEGATE_GRANT" | leasegate commit --grant - --operation op-1 --value paid --expected-version 0'`),
 		Flags: []cli.Flag{
 			tenantFlag("tenant of the task"), taskFlag("task to hold"), ownerFlag(), ttlFlag(10 * time.Second),
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task is free instead of refusing with busy"},
+			&cli.DurationFlag{Name: "wait-timeout", Usage: "with --wait: give up (busy, exit 1) if the task is not free within this long; 0 waits until interrupted"},
 			&cli.DurationFlag{Name: "kill-after", Usage: "how long after SIGTERM the child's group gets SIGKILL", Value: 10 * time.Second},
 		},
 		Action: run,
@@ -89,6 +92,13 @@ func run(c *cli.Context) error {
 	if killAfter < 0 {
 		return coordinator.Invalid(op, "--kill-after %v is negative", killAfter)
 	}
+	waitTimeout := c.Duration("wait-timeout")
+	switch {
+	case waitTimeout < 0:
+		return coordinator.Invalid(op, "--wait-timeout %v is negative", waitTimeout)
+	case c.IsSet("wait-timeout") && !c.Bool("wait"):
+		return coordinator.Invalid(op, "--wait-timeout bounds --wait: give both, or neither")
+	}
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		return coordinator.Invalid(op, "no command to run; see 'leasegate run --help'")
@@ -122,7 +132,12 @@ func run(c *cli.Context) error {
 	}()
 	var grant coordinator.Grant
 	if c.Bool("wait") {
-		grant, err = s.Acquire(c.Context, tenant, task)
+		wctx, wcancel := c.Context, context.CancelFunc(func() {})
+		if waitTimeout > 0 {
+			wctx, wcancel = context.WithTimeoutCause(c.Context, waitTimeout, fmt.Errorf("gave up waiting: --wait-timeout %v passed", waitTimeout))
+		}
+		grant, err = s.Acquire(wctx, tenant, task)
+		wcancel()
 	} else {
 		grant, err = s.Claim(ctx, tenant, task)
 	}
@@ -196,7 +211,7 @@ func childEnv(g *globals, grant coordinator.Grant) []string {
 		"LEASEGATE_TASK=" + grant.Task,
 		"LEASEGATE_OWNER=" + grant.Owner,
 		"LEASEGATE_EPOCH=" + strconv.FormatInt(grant.Epoch, 10),
-		"LEASEGATE_LEASE=" + strconv.FormatInt(grant.Lease, 10),
+		"LEASEGATE_LEASE=" + leaseHex(grant.Lease),
 		"LEASEGATE_REALM=" + grant.Realm,
 		"LEASEGATE_GRANT=" + string(raw),
 		"LEASEGATE_ENDPOINTS=" + strings.Join(g.endpoints, ","),

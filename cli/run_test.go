@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestRunChildEnvironment(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"LEASEGATE_TENANT": "tenant", "LEASEGATE_TASK": "task", "LEASEGATE_OWNER": "runner",
-		"LEASEGATE_EPOCH": strconv.FormatInt(g.Epoch, 10), "LEASEGATE_LEASE": strconv.FormatInt(g.Lease, 10),
+		"LEASEGATE_EPOCH": strconv.FormatInt(g.Epoch, 10), "LEASEGATE_LEASE": fmt.Sprintf("%016x", g.Lease),
 		"LEASEGATE_REALM": e.co.Realm(), "LEASEGATE_ENDPOINTS": strings.Join(e.endpoints, ","), "LEASEGATE_PREFIX": e.prefix,
 	} {
 		if env[k] != v {
@@ -228,6 +229,13 @@ func TestRunBusy(t *testing.T) {
 		}
 		if h, _ := obj["holder"].(map[string]any); h["owner"] != "holder" {
 			t.Fatalf("holder %v", obj["holder"])
+		}
+	})
+	t.Run("gives up after --wait-timeout", func(t *testing.T) {
+		r := e.lg(t, runArgs("task", "--wait", "--wait-timeout", "1s", "--", "sh", "-c", "echo child ran")...)
+		want(t, r, cli.ExitRefused, coordinator.Busy)
+		if strings.Contains(r.stdout, "child ran") || !strings.Contains(r.stderr, "--wait-timeout 1s passed") {
+			t.Fatalf("stdout %q, stderr %q", r.stdout, r.stderr)
 		}
 	})
 	t.Run("waits with --wait", func(t *testing.T) {

@@ -119,7 +119,7 @@ func watch(c *cli.Context) error {
 	}
 	for ev := range events {
 		o := ev.Ownership
-		row := []string{string(ev.Type), o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), numOrDash(o.Lease), num(o.Revision)}
+		row := []string{string(ev.Type), o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), leaseOrDash(o.Lease), num(o.Revision)}
 		if err := out.stream(eventOutput{Disposition: ok, OwnershipEvent: ev}, row); err != nil {
 			return err
 		}

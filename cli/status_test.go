@@ -63,7 +63,7 @@ func TestStatusAndList(t *testing.T) {
 		wantFields(t, lines[0], "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "TTL", "STATE-VERSION", "LAST-OPERATION")
 		f := strings.Fields(lines[1])
 		if len(f) != 8 || f[0] != "acme" || f[1] != "invoices" || f[2] != "worker-1" || f[3] != strconv.FormatInt(owned.Epoch, 10) ||
-			f[4] != strconv.FormatInt(owned.Lease, 10) || !strings.HasSuffix(f[5], "s") || f[6] != "1" || f[7] != "op-1" {
+			f[4] != fmt.Sprintf("%016x", owned.Lease) || !strings.HasSuffix(f[5], "s") || f[6] != "1" || f[7] != "op-1" {
 			t.Fatalf("owned row %q", lines[1])
 		}
 		wantFields(t, lines[2], "acme", "payroll", "-", "-", "-", "-", "0", "-")
@@ -136,10 +136,10 @@ func TestLeaseRevoke(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	g, _ := e.claim(t, "acme", "invoices", "worker-1", "30s")
-	hex := "0x" + strconv.FormatInt(g.Lease, 16)
+	hex := fmt.Sprintf("%016x", g.Lease) // as status and etcdctl print it
 	r := e.lg(t, "lease", "revoke", "--lease", hex)
 	obj := want(t, r, cli.ExitDone, "ok")
-	if obj["lease"] != float64(g.Lease) || fmt.Sprint(obj["vacated"]) != "[map[task:invoices tenant:acme]]" {
+	if obj["lease"] != fmt.Sprintf("%016x", g.Lease) || fmt.Sprint(obj["vacated"]) != "[map[task:invoices tenant:acme]]" {
 		t.Fatalf("revoke printed %v", obj)
 	}
 	if o, err := e.co.Owner(t.Context(), "acme", "invoices"); err != nil || o.Owned() {
@@ -155,7 +155,7 @@ func TestLeaseRevoke(t *testing.T) {
 	// --grant revokes the grant's lease: claim's output is accepted as is.
 	g2, file := e.claim(t, "acme", "invoices", "worker-2", "30s")
 	r = e.lg(t, "lease", "revoke", "--grant", file)
-	if obj := want(t, r, cli.ExitDone, "ok"); obj["lease"] != float64(g2.Lease) {
+	if obj := want(t, r, cli.ExitDone, "ok"); obj["lease"] != fmt.Sprintf("%016x", g2.Lease) {
 		t.Fatalf("revoke --grant printed %v", obj)
 	}
 	if o, err := e.co.Owner(t.Context(), "acme", "invoices"); err != nil || o.Owned() {
@@ -181,7 +181,7 @@ func TestTableOutput(t *testing.T) {
 		t.Fatalf("renew: exit %d\n%s", r.code, r.stdout)
 	}
 	wantFields(t, lines[0], "DISPOSITION", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REALM")
-	wantFields(t, lines[1], "renewed", "acme", "invoices", "worker-1", strconv.FormatInt(g.Epoch, 10), strconv.FormatInt(g.Lease, 10), g.Realm)
+	wantFields(t, lines[1], "renewed", "acme", "invoices", "worker-1", strconv.FormatInt(g.Epoch, 10), fmt.Sprintf("%016x", g.Lease), g.Realm)
 
 	r = e.lg(t, "commit", "--grant", grant, "--operation", "op-1", "--value", "v", "--expected-version", "0", "-o", "table")
 	lines = strings.Split(strings.TrimSpace(r.stdout), "\n")

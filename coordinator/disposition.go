@@ -96,7 +96,7 @@ func (d Disposition) Class() Class {
 func (d Disposition) Hint() string {
 	switch d {
 	case Busy:
-		return "another grant holds the task; wait for it to be released or expire (acquire waits for you)"
+		return "another grant holds the task; wait for it to be released or expire ('leasegate run --wait' or Session.Acquire waits for you)"
 	case StaleOwner:
 		return "a newer grant owns the task; this worker must stop acting for it"
 	case ExpiredOwner:

@@ -1,0 +1,98 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestHintsSayWhatToDo: the mistakes a newcomer makes get a line that says
+// how to fix them, not only what failed.
+func TestHintsSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, grant := e.claim(t, "tenant", "task", "owner", "10s")
+	table := e.lg(t, "-o", "table", "claim", "--tenant", "tenant", "--task", "other", "--owner", "owner", "--ttl", "10s")
+	if table.code != 0 {
+		t.Fatalf("claim: exit %d, %s", table.code, table.stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"a table as a grant file", []string{"renew", "--grant", e.file(t, table.stdout)}, "save claim's output with -o json"},
+		{"a ttl without a unit", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "10"}, "a duration needs a unit: --ttl 10s"},
+		{"a kill-after without a unit", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--kill-after", "5", "--", "true"}, "--kill-after 5s"},
+		{"a commit without a value", []string{"commit", "--grant", grant, "--operation", "op", "--expected-version", "0"}, "--value or --value-file is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := e.lg(t, tc.args...)
+			want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+			if !strings.Contains(r.stderr, tc.says) {
+				t.Fatalf("stderr %q does not say %q", r.stderr, tc.says)
+			}
+		})
+	}
+	t.Run("busy points to run --wait", func(t *testing.T) {
+		t.Parallel()
+		r := e.lg(t, "claim", "--tenant", "tenant", "--task", "task", "--owner", "other", "--ttl", "10s")
+		want(t, r, cli.ExitRefused, coordinator.Busy)
+		if !strings.Contains(r.stderr, "run --wait") || strings.Contains(r.stderr, "acquire waits") {
+			t.Fatalf("stderr %q", r.stderr)
+		}
+	})
+}
+
+// TestCommitValueFile: --value-file takes any bytes, from a file or stdin,
+// and stores them exactly.
+func TestCommitValueFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, grant := e.claim(t, "tenant", "task", "owner", "30s")
+	binary := make([]byte, 0, 512)
+	for i := range 512 {
+		binary = append(binary, byte(i))
+	}
+	path := e.dir + "/value.bin"
+	if err := os.WriteFile(path, binary, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want(t, e.lg(t, "commit", "--grant", grant, "--operation", "op-1", "--value-file", path, "--expected-version", "0"),
+		cli.ExitDone, coordinator.Committed)
+	if got := e.stateValue(t, "tenant", "task"); string(got) != string(binary) {
+		t.Fatalf("stored %d bytes %q, want the file's %d", len(got), got, len(binary))
+	}
+	r := e.exec(t, call{args: []string{"commit", "--grant", grant, "--operation", "op-2", "--value-file", "-", "--expected-version", "1"},
+		stdin: "from stdin\x00"})
+	want(t, r, cli.ExitDone, coordinator.Committed)
+	if got := e.stateValue(t, "tenant", "task"); string(got) != "from stdin\x00" {
+		t.Fatalf("stored %q", got)
+	}
+	// An explicitly empty value is a value.
+	want(t, e.lg(t, "commit", "--grant", grant, "--operation", "op-3", "--value", "", "--expected-version", "2"),
+		cli.ExitDone, coordinator.Committed)
+	if got := e.stateValue(t, "tenant", "task"); len(got) != 0 {
+		t.Fatalf("stored %q", got)
+	}
+}
+
+// stateValue reads the task's stored protected value straight from etcd.
+func (e *env) stateValue(t *testing.T, tenant, task string) []byte {
+	t.Helper()
+	resp, err := e.client().Get(lgtest.Ctx(t), e.co.Keys().State(tenant, task))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("state key: %v, %v", resp, err)
+	}
+	var st coordinator.StateRecord
+	if err := json.Unmarshal(resp.Kvs[0].Value, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Value
+}
