@@ -18,6 +18,8 @@ import (
 //	<p>/journal/<tenant>/<task>/<operation>/<seq>  one ledger transition
 //	                                         (ordered by seq per operation, by
 //	                                         CreateRevision per task)
+//	<p>/retention/clock                      rewritten by each retention run to learn a revision
+//	<p>/retention/marks/<revision>           a retention clock mark: the time at that revision
 //
 // Labels may contain '/' and '%'; in keys they are percent-escaped, so the
 // encoding is injective: tenant "a/b" task "c" and tenant "a" task "b/c" are
@@ -79,6 +81,40 @@ func (k Keyspace) JournalOperationPrefix(tenant, task, operation string) string 
 // JournalPrefix is the prefix of every journal entry of a task.
 func (k Keyspace) JournalPrefix(tenant, task string) string {
 	return k.task("journal", tenant, task) + "/"
+}
+
+// RetentionMark is the retention clock mark written at revision: its value
+// is the time (RFC 3339) read just after the mark was applied.
+func (k Keyspace) RetentionMark(revision int64) string {
+	return fmt.Sprintf("%s%020d", k.RetentionMarks(), revision)
+}
+
+// RetentionClock is the key a retention run rewrites to learn the current
+// revision before it reads its clock.
+func (k Keyspace) RetentionClock() string { return k.prefix + "/retention/clock" }
+
+// RetentionMarks is the prefix of every retention clock mark.
+func (k Keyspace) RetentionMarks() string { return k.prefix + "/retention/marks/" }
+
+// ParseOp splits an operation record's key back into tenant, task and
+// operation.
+func (k Keyspace) ParseOp(key string) (tenant, task, operation string, ok bool) {
+	rest, found := strings.CutPrefix(key, k.prefix+"/ops/")
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	var errs [3]error
+	tenant, errs[0] = unescape(parts[0])
+	task, errs[1] = unescape(parts[1])
+	operation, errs[2] = unescape(parts[2])
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		return "", "", "", false
+	}
+	return tenant, task, operation, true
 }
 
 // TaskPrefix is the prefix under which kind ("fence", "owner", "state") keys
