@@ -76,6 +76,7 @@ Example:
 			watchCommand(),
 			leaseCommand(),
 			realmCommand(),
+			gcCommand(),
 			runCommand(),
 			versionCommand(),
 			helpCommand(),
