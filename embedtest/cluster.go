@@ -29,8 +29,6 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-
-	"github.com/leasegate/leasegate/coordinator"
 )
 
 // Tick settings: a 50 ms heartbeat and a 500 ms election timeout make etcd's
@@ -52,7 +50,8 @@ type config struct {
 	electionMs  uint
 	dialOptions []grpc.DialOption
 	logger      *zap.Logger
-	quotaBytes  int64 // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
+	quotaBytes  int64        // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
+	secure      secureConfig // TLS and auth (secure.go)
 }
 
 // WithSize sets the number of members (1 to 7; default 1).
@@ -103,6 +102,7 @@ func WithLogger(lg *zap.Logger) Option {
 type Cluster struct {
 	cfg     config
 	members []*Member
+	certs   *TLSFiles // WithTLS (secure.go)
 }
 
 // Member is one embedded etcd server of a Cluster.
@@ -117,6 +117,8 @@ type Member struct {
 	tickMs    uint
 	election  uint
 	quota     int64
+	certs     *TLSFiles // WithTLS (secure.go)
+	auth      bool      // WithAuth (secure.go)
 
 	mu   sync.Mutex
 	etcd *embed.Etcd
@@ -157,7 +159,12 @@ func Start(dir string, opts ...Option) (*Cluster, error) {
 }
 
 func start(dir string, cfg config) (*Cluster, error) {
-	c := &Cluster{cfg: cfg}
+	certs, err := cfg.secure.prepare(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, certs: certs}
+	scheme := cfg.secure.scheme()
 	token := fmt.Sprintf("embedtest-%d", time.Now().UnixNano())
 	var initial []string
 	for i := 0; i < cfg.size; i++ {
@@ -172,13 +179,15 @@ func start(dir string, cfg config) (*Cluster, error) {
 		m := &Member{
 			name:      fmt.Sprintf("m%d", i),
 			dir:       fmt.Sprintf("%s/m%d", dir, i),
-			clientURL: url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", cport)},
-			peerURL:   url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", pport)},
+			clientURL: url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", cport)},
+			peerURL:   url.URL{Scheme: scheme, Host: fmt.Sprintf("127.0.0.1:%d", pport)},
 			token:     token,
 			logger:    cfg.logger,
 			tickMs:    cfg.tickMs,
 			election:  cfg.electionMs,
 			quota:     cfg.quotaBytes,
+			certs:     certs,
+			auth:      cfg.secure.rootPassword != "",
 		}
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"="+m.peerURL.String())
@@ -198,6 +207,9 @@ func start(dir string, cfg config) (*Cluster, error) {
 			firstErr = err
 		}
 	}
+	if firstErr == nil {
+		firstErr = c.enableAuth()
+	}
 	if firstErr != nil {
 		c.Close()
 		return nil, firstErr
@@ -213,6 +225,7 @@ func (m *Member) start(state string) error {
 	ec.ElectionMs = m.election
 	ec.UnsafeNoFsync = true
 	ec.QuotaBackendBytes = m.quota
+	m.applySecurity(ec)
 	ec.ListenClientUrls = []url.URL{m.clientURL}
 	ec.AdvertiseClientUrls = []url.URL{m.clientURL}
 	ec.ListenPeerUrls = []url.URL{m.peerURL}
@@ -273,14 +286,11 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
-// NewClient returns a client of every member; the caller closes it.
+// NewClient returns a client of every member (TLS and root's login on a
+// secured cluster); the caller closes it.
 func (c *Cluster) NewClient(opts ...grpc.DialOption) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
-		Endpoints:   c.Endpoints(),
-		DialTimeout: 5 * time.Second,
-		DialOptions: append(append(coordinator.DialOptions(), c.cfg.dialOptions...), opts...),
-		Logger:      zap.NewNop(),
-	})
+	user, password := c.rootCredentials()
+	return c.NewClientAs(user, password, opts...)
 }
 
 // WaitLeader waits until the running members agree on a leader and returns
