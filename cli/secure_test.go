@@ -1,0 +1,55 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+)
+
+// TestSecuredCluster: against etcd with client TLS (client certificates
+// required) and auth on, --cacert/--cert/--key and --user/--password reach
+// it as a user whose role has readwrite on the leasegate prefix only — the
+// setup docs/operations.md gives — and every command works.
+func TestSecuredCluster(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
+	f := cl.TLSFiles()
+	cl.AddPrefixUser(t, "worker", "worker-pw", coordinator.DefaultPrefix+"/")
+	tlsFlags := []string{"--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey}
+	as := func(user, password string, args ...string) result {
+		t.Helper()
+		flags := append(append([]string{}, tlsFlags...), "-o", "json", "--command-timeout", "10s")
+		if user != "" {
+			flags = append(flags, "--user", user, "--password", password)
+		}
+		return execApp(t, call{}, append(flags, args...)...)
+	}
+	e := &env{dir: t.TempDir()}
+
+	r := as("worker", "worker-pw", "claim", "--tenant", "acme", "--task", "invoices", "--owner", "w1", "--ttl", "30s")
+	want(t, r, cli.ExitDone, coordinator.Granted)
+	grant := e.file(t, r.stdout)
+	want(t, as("worker", "worker-pw", "commit", "--grant", grant, "--operation", "op-1", "--value", "paid", "--expected-version", "0"),
+		cli.ExitDone, coordinator.Committed)
+	for _, args := range [][]string{
+		{"status", "--tenant", "acme", "--task", "invoices"},
+		{"list"},
+		{"realm", "show"},
+		{"renew", "--grant", grant},
+	} {
+		r := as("worker", "worker-pw", args...)
+		if r.code != cli.ExitDone {
+			t.Fatalf("%v: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	want(t, as("worker", "worker-pw", "release", "--grant", grant), cli.ExitDone, coordinator.Released)
+
+	t.Run("without the client certificate: a hold", func(t *testing.T) {
+		r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--dial-timeout", "500ms",
+			"--user", "worker", "--password", "worker-pw", "-o", "json", "list")
+		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	})
+}
