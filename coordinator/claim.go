@@ -140,7 +140,11 @@ func (c *Coordinator) ttlLeft(ctx context.Context, lease int64) int64 {
 	if lease == 0 {
 		return -1
 	}
-	resp, err := c.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+	var resp *clientv3.LeaseTimeToLiveResponse
+	err := c.do(ctx, request{op: "ttl"}, func(ctx context.Context) (err error) {
+		resp, err = c.client.TimeToLive(ctx, clientv3.LeaseID(lease))
+		return err
+	})
 	if err != nil || resp.TTL < 0 {
 		return -1
 	}

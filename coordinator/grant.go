@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +21,38 @@ type Grant struct {
 	Task   string `json:"task"`
 	Owner  string `json:"owner"`
 	Epoch  int64  `json:"epoch"`
-	Lease  int64  `json:"lease"`
+	Lease  int64  `json:"lease"` // in JSON a hex string, as etcdctl prints it; a number is accepted on input
+}
+
+// grantJSON is Grant's JSON shape: the lease as a hex string.
+type grantJSON struct {
+	Realm  string    `json:"realm"`
+	Tenant string    `json:"tenant"`
+	Task   string    `json:"task"`
+	Owner  string    `json:"owner"`
+	Epoch  int64     `json:"epoch"`
+	Lease  leaseJSON `json:"lease"`
+}
+
+// MarshalJSON writes the lease as a hex string ("694d7b1f3c2a0b11"), as
+// etcdctl prints it: as a JSON number an ID above 2^53 is rounded by jq and
+// JavaScript.
+func (g Grant) MarshalJSON() ([]byte, error) {
+	return json.Marshal(grantJSON{Realm: g.Realm, Tenant: g.Tenant, Task: g.Task, Owner: g.Owner, Epoch: g.Epoch, Lease: leaseJSON(g.Lease)})
+}
+
+// UnmarshalJSON reads a grant whose lease is a hex string or a number. A
+// field a grant does not have is an error: a misspelt field would otherwise
+// read as a zero value.
+func (g *Grant) UnmarshalJSON(b []byte) error {
+	var j grantJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	*g = Grant{Realm: j.Realm, Tenant: j.Tenant, Task: j.Task, Owner: j.Owner, Epoch: j.Epoch, Lease: int64(j.Lease)}
+	return nil
 }
 
 // Validate reports why g cannot be a grant at all.
@@ -53,69 +85,6 @@ func (g Grant) taskFields() []zap.Field {
 	return []zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task), zap.Int64("epoch", g.Epoch)}
 }
 
-// Guard is the set of compares that hold exactly while g is the current,
-// live grant of its task: same realm, fence not moved since g's claim, the
-// owner key of that very claim, same owner, same lease (expiry or revocation
-// deletes the key). Put them in the If of a Txn of your own, and
-// GuardReads in its Else, to fence your own writes.
-func (c *Coordinator) Guard(g Grant) []clientv3.Cmp {
-	k := c.keys
-	owner := k.Owner(g.Tenant, g.Task)
-	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),
-		clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),
-		clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),
-		clientv3.Compare(clientv3.Value(owner), "=", g.Owner),
-		clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),
-	}
-}
-
-// GuardReads are the reads CheckGuard classifies: realm, fence, owner.
-func (c *Coordinator) GuardReads(g Grant) []clientv3.Op {
-	k := c.keys
-	return []clientv3.Op{
-		clientv3.OpGet(k.Realm()),
-		clientv3.OpGet(k.Fence(g.Tenant, g.Task)),
-		clientv3.OpGet(k.Owner(g.Tenant, g.Task)),
-	}
-}
-
-// CheckGuard classifies the responses of GuardReads, read atomically with a
-// failed Guard: nil if g is current, else the first of
-// authority_generation_mismatch, stale_owner, expired_owner.
-func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error {
-	if len(rs) < 3 {
-		return Invalid(op, "the Txn's Else does not start with GuardReads")
-	}
-	realm, fence, owner := firstKV(rs[0]), firstKV(rs[1]), firstKV(rs[2])
-	refuse := func(d Disposition, format string, args ...any) error {
-		e := newError(d, op, g.Tenant, g.Task, fmt.Sprintf(format, args...), nil)
-		e.Holder = holderOf(g.Tenant, g.Task, fence, owner)
-		return e
-	}
-	switch {
-	case realm == nil:
-		return refuse(GenerationMismatch, "the authority has no realm (keyspace wiped or wrong prefix)")
-	case string(realm.Value) != g.Realm:
-		return refuse(GenerationMismatch, "grant realm %s, authority realm %s", g.Realm, realm.Value)
-	case fence == nil:
-		return refuse(StaleOwner, "no grant was ever published for this task")
-	case fence.ModRevision != g.Epoch:
-		return refuse(StaleOwner, "the fence is at epoch %d, the grant's epoch is %d", fence.ModRevision, g.Epoch)
-	}
-	var fr FenceRecord
-	if err := json.Unmarshal(fence.Value, &fr); err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {
-		return refuse(StaleOwner, "epoch %d belongs to owner %q lease %d, not %q lease %d", g.Epoch, fr.Owner, fr.Lease, g.Owner, g.Lease)
-	}
-	if owner == nil {
-		return refuse(ExpiredOwner, "the owner key of epoch %d is gone (lease expired or revoked, or released)", g.Epoch)
-	}
-	if owner.ModRevision != g.Epoch || string(owner.Value) != g.Owner || owner.Lease != g.Lease {
-		return refuse(StaleOwner, "the owner key is %q at epoch %d", owner.Value, owner.ModRevision)
-	}
-	return nil
-}
-
 // Renew keeps g's lease alive once, if g is still the current grant. It
 // cannot revive an expired lease: etcd answers a keepalive of a lease past
 // its TTL with "lease not found" once it revokes it.
@@ -127,7 +96,7 @@ func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
 		return err
 	}
 	r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}
-	err := r.do(ctx, func(ctx context.Context) error {
+	err := c.do(ctx, r, func(ctx context.Context) error {
 		_, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(g.Lease))
 		return err
 	})
@@ -136,19 +105,6 @@ func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
 	}
 	c.lg.Debug("renewed", g.fields()...)
 	return nil
-}
-
-// checkCurrent returns nil if g is the current grant, read linearizably.
-func (c *Coordinator) checkCurrent(ctx context.Context, op string, g Grant) error {
-	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		If: c.Guard(g), Else: c.GuardReads(g)})
-	if err != nil {
-		return err
-	}
-	if resp.Succeeded {
-		return nil
-	}
-	return c.CheckGuard(op, g, resp.Responses)
 }
 
 // Release deletes g's owner key if, and only if, g is still the current

@@ -12,8 +12,25 @@ import (
 type Option func(*options) error
 
 type options struct {
-	prefix string
-	logger *zap.Logger
+	prefix          string
+	logger          *zap.Logger
+	requestTimeout  time.Duration
+	maxTxnOps       int
+	maxRequestBytes int
+}
+
+// The defaults of New's limits. The Txn limits are etcd's own defaults
+// (--max-txn-ops, --max-request-bytes); a cluster configured otherwise
+// wants WithMaxTxnOps and WithMaxRequestBytes to match.
+const (
+	DefaultRequestTimeout  = 10 * time.Second
+	DefaultMaxTxnOps       = 128
+	DefaultMaxRequestBytes = 1536 * 1024 // 1.5 MiB
+)
+
+func defaultOptions() options {
+	return options{prefix: DefaultPrefix, logger: zap.NewNop(), requestTimeout: DefaultRequestTimeout,
+		maxTxnOps: DefaultMaxTxnOps, maxRequestBytes: DefaultMaxRequestBytes}
 }
 
 // WithPrefix sets the key prefix (default "/leasegate"): it starts with '/',
@@ -35,6 +52,48 @@ func WithLogger(lg *zap.Logger) Option {
 			return errors.New("nil logger")
 		}
 		o.logger = lg
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds every request to etcd whose context has no
+// deadline of its own (default DefaultRequestTimeout, 10s). Without a bound
+// a write under quorum loss blocks for as long as the etcd client keeps
+// re-sending it; with one it ends as outcome_unknown (or
+// authority_unavailable if it never left this process). A context with a
+// deadline is used as it is.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("request timeout %v must be positive", d)
+		}
+		o.requestTimeout = d
+		return nil
+	}
+}
+
+// WithMaxTxnOps sets the most operations etcd accepts in one Txn branch
+// (etcd's --max-txn-ops, default 128). A Txn over it — leasegate's own ops
+// plus a caller's — is invalid_input before any I/O.
+func WithMaxTxnOps(n int) Option {
+	return func(o *options) error {
+		if n < 16 {
+			return fmt.Errorf("max txn ops %d is below 16, fewer than a commit needs", n)
+		}
+		o.maxTxnOps = n
+		return nil
+	}
+}
+
+// WithMaxRequestBytes sets the largest request etcd accepts (etcd's
+// --max-request-bytes, default 1.5 MiB). A request over it is invalid_input
+// before any I/O.
+func WithMaxRequestBytes(n int) Option {
+	return func(o *options) error {
+		if n < 4096 {
+			return fmt.Errorf("max request bytes %d is below 4096", n)
+		}
+		o.maxRequestBytes = n
 		return nil
 	}
 }

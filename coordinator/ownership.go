@@ -15,20 +15,57 @@ import (
 
 // Ownership is what the authority shows of one task at one revision.
 type Ownership struct {
-	Tenant        string `json:"tenant"`
-	Task          string `json:"task"`
-	Owner         string `json:"owner"`            // "" when nobody holds the task
-	Epoch         int64  `json:"epoch"`            // the holder's epoch; 0 when unowned
-	Lease         int64  `json:"lease"`            // the holder's lease; 0 when unowned
-	TTLLeft       int64  `json:"ttl_left_seconds"` // seconds left on the lease; -1 when unowned or unknown
-	Fence         int64  `json:"fence_epoch"`      // the published floor: the last epoch granted
-	StateVersion  int64  `json:"state_version"`    // protected state version (0: never committed)
+	Tenant  string `json:"tenant"`
+	Task    string `json:"task"`
+	Owner   string `json:"owner"`            // "" when nobody holds the task
+	Epoch   int64  `json:"epoch"`            // the holder's epoch; 0 when unowned
+	Lease   int64  `json:"lease"`            // the holder's lease; 0 when unowned; in JSON a hex string ("" for none)
+	TTLLeft int64  `json:"ttl_left_seconds"` // seconds left on the lease; -1 when unowned, stale or unknown
+	// Stale marks an owner key written before the current realm (before a
+	// realm rotate): it is still in etcd, on its lease, but holds nothing —
+	// every grant of it is refused and any session may claim the task.
+	// Owner, Epoch and Lease then describe that key; Owned() is false.
+	Stale         bool   `json:"stale"`
+	Fence         int64  `json:"fence_epoch"`   // the published floor: the last epoch granted
+	StateVersion  int64  `json:"state_version"` // protected state version (0: never committed)
 	LastOperation string `json:"last_operation,omitempty"`
 	Revision      int64  `json:"revision"` // the etcd revision this was read at
 }
 
-// Owned reports whether somebody holds the task.
-func (o Ownership) Owned() bool { return o.Owner != "" }
+// Owned reports whether somebody holds the task: an owner key of the
+// current realm.
+func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }
+
+// ownershipJSON is Ownership's JSON shape: the lease as a hex string.
+type ownershipJSON struct {
+	plainOwnership
+	Lease leaseJSON `json:"lease"`
+}
+
+type plainOwnership Ownership
+
+// MarshalJSON writes the lease as a hex string, as etcdctl prints it.
+func (o Ownership) MarshalJSON() ([]byte, error) {
+	return json.Marshal(ownershipJSON{plainOwnership: plainOwnership(o), Lease: leaseJSON(o.Lease)})
+}
+
+// UnmarshalJSON reads an Ownership whose lease is a hex string or a number.
+func (o *Ownership) UnmarshalJSON(b []byte) error {
+	var j ownershipJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*o = Ownership(j.plainOwnership)
+	o.Lease = int64(j.Lease)
+	return nil
+}
+
+// markStale marks o stale if its owner key is older than the realm key.
+func markStale(o *Ownership, realm *mvccpb.KeyValue) {
+	if o.Owner != "" && realm != nil && o.Epoch < realm.ModRevision {
+		o.Stale = true
+	}
+}
 
 // Owner reads one task's ownership linearizably.
 func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership, error) {
@@ -37,11 +74,12 @@ func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership
 	}
 	k := c.keys
 	var resp *clientv3.TxnResponse
-	err := request{op: "status", tenant: tenant, task: task}.do(ctx, func(ctx context.Context) (err error) {
+	err := c.do(ctx, request{op: "status", tenant: tenant, task: task}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).Then(
 			clientv3.OpGet(k.Fence(tenant, task)),
 			clientv3.OpGet(k.Owner(tenant, task)),
 			clientv3.OpGet(k.State(tenant, task)),
+			clientv3.OpGet(k.Realm()),
 		).Commit()
 		return err
 	})
@@ -51,6 +89,7 @@ func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership
 	o := *holderOf(tenant, task, firstKV(resp.Responses[0]), firstKV(resp.Responses[1]))
 	o.Revision = resp.Header.Revision
 	applyState(&o, firstKV(resp.Responses[2]))
+	markStale(&o, firstKV(resp.Responses[3]))
 	if o.Owned() {
 		o.TTLLeft = c.ttlLeft(ctx, o.Lease)
 	}
@@ -67,11 +106,12 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	}
 	k := c.keys
 	var resp *clientv3.TxnResponse
-	err := request{op: "list", tenant: tenant}.do(ctx, func(ctx context.Context) (err error) {
+	err := c.do(ctx, request{op: "list", tenant: tenant}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).Then(
 			clientv3.OpGet(k.TaskPrefix("fence", tenant), clientv3.WithPrefix()),
 			clientv3.OpGet(k.TaskPrefix("owner", tenant), clientv3.WithPrefix()),
 			clientv3.OpGet(k.TaskPrefix("state", tenant), clientv3.WithPrefix()),
+			clientv3.OpGet(k.Realm()),
 		).Commit()
 		return err
 	})
@@ -109,7 +149,9 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	}
 	ttls := map[int64]int64{}
 	out := make([]Ownership, 0, len(byTask))
+	realm := firstKV(resp.Responses[3])
 	for _, o := range byTask {
+		markStale(o, realm)
 		if o.Owned() {
 			ttl, ok := ttls[o.Lease]
 			if !ok {
@@ -203,20 +245,48 @@ func (c *Coordinator) watchLoop(ctx context.Context, tenant string, known map[st
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		wch := c.client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())
+		// A realm rotation vacates every owner key older than the new realm
+		// without touching them: the realm key is watched too.
+		rch := c.client.Watch(wctx, c.keys.Realm(), clientv3.WithRev(rev+1), clientv3.WithFilterDelete())
 		cut := false
-		for resp := range wch {
+		for {
+			var resp clientv3.WatchResponse
+			var ok bool
+			select {
+			case resp, ok = <-wch:
+			case resp, ok = <-rch:
+			}
+			if !ok {
+				break
+			}
 			if err := resp.Err(); err != nil {
 				c.lg.Info("ownership watch cut; re-listing", zap.Error(err), zap.Bool("compacted", errors.Is(err, rpctypes.ErrCompacted)))
 				cut = true
 				break
 			}
 			for _, ev := range resp.Events {
+				if string(ev.Kv.Key) == c.keys.Realm() {
+					for _, key := range sortedKeys(known) {
+						if o := known[key]; o.Epoch < ev.Kv.ModRevision {
+							o.Stale, o.TTLLeft, o.Revision = true, -1, ev.Kv.ModRevision
+							delete(known, key)
+							if !send(OwnershipEvent{Type: EventVacated, Ownership: o}) {
+								cancel()
+								return
+							}
+						}
+					}
+					continue
+				}
 				o, key, ok := c.eventOwnership(ev)
 				if !ok {
 					continue
 				}
 				t := EventClaimed
 				if ev.Type == mvccpb.DELETE {
+					if _, had := known[key]; !had {
+						continue // a stale key going away: it was vacated at the rotation
+					}
 					t = EventVacated
 					delete(known, key)
 				} else {
@@ -227,7 +297,6 @@ func (c *Coordinator) watchLoop(ctx context.Context, tenant string, known map[st
 					return
 				}
 			}
-			rev = resp.Header.Revision
 		}
 		cancel()
 		if ctx.Err() != nil {
@@ -282,27 +351,27 @@ func (c *Coordinator) eventOwnership(ev *clientv3.Event) (Ownership, string, boo
 	return *o, key, true
 }
 
-// listOwners reads the current owner keys under tenant.
+// listOwners reads the current owner keys under tenant, leaving out stale
+// ones (older than the realm: they hold nothing).
 func (c *Coordinator) listOwners(ctx context.Context, tenant string) (map[string]Ownership, int64, error) {
-	var resp *clientv3.GetResponse
-	err := request{op: "watch"}.do(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.client.Get(ctx, c.keys.TaskPrefix("owner", tenant), clientv3.WithPrefix())
-		return err
-	})
+	kvs, realm, rev, err := c.ownerKeys(ctx, "watch", tenant)
 	if err != nil {
 		return nil, 0, err
 	}
 	owners := map[string]Ownership{}
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		_, t, task, ok := c.keys.ParseTask(string(kv.Key))
 		if !ok {
 			continue
 		}
 		o := holderOf(t, task, kv, kv)
-		o.Revision = resp.Header.Revision
+		o.Revision = rev
+		if markStale(o, realm); o.Stale {
+			continue
+		}
 		owners[string(kv.Key)] = *o
 	}
-	return owners, resp.Header.Revision, nil
+	return owners, rev, nil
 }
 
 func sortedKeys(m map[string]Ownership) []string {

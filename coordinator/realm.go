@@ -2,9 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/google/uuid"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -15,41 +17,142 @@ type Coordinator struct {
 	client *clientv3.Client
 	keys   Keyspace
 	lg     *zap.Logger
+	opts   options
 
 	mu       sync.Mutex
 	realm    string
 	realmRev int64 // ModRevision of the realm key: owner keys older than it belong to an earlier realm
 }
 
-// New reads the realm at <prefix>/realm, creating it if absent.
+// New opens the keyspace at the prefix (default /leasegate) to act on it:
+// it reads the realm at <prefix>/realm and creates it if absent. Only
+// acting code (claims, commits, rotation) should call New; readers call
+// Open, which never writes. A prefix nested inside another leasegate
+// keyspace (an ancestor path holds a realm key: /leasegate/owner under
+// /leasegate) is invalid_input, and nothing is written.
 func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordinator, error) {
-	o := options{prefix: DefaultPrefix, logger: zap.NewNop()}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, Invalid("new", "%v", err)
-		}
+	c, err := newCoordinator("new", client, opts)
+	if err != nil {
+		return nil, err
 	}
-	if client == nil {
-		return nil, Invalid("new", "nil etcd client")
+	found, err := c.readRealm(ctx, "new")
+	if err != nil || found {
+		return c.orNil(err)
 	}
-	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator")}
 	realmKey := c.keys.Realm()
 	fresh := uuid.NewString()
 	resp, err := c.Txn(ctx, TxnRequest{Op: "new",
-		If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)},
+		If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),
 		Then: []clientv3.Op{clientv3.OpPut(realmKey, fresh)},
-		Else: []clientv3.Op{clientv3.OpGet(realmKey)}})
+		Else: c.realmReads()})
 	if err != nil {
 		return nil, err
 	}
 	if resp.Succeeded {
 		c.realm, c.realmRev = fresh, resp.Header.Revision
-		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", o.prefix))
-	} else {
-		kv := resp.Responses[0].GetResponseRange().Kvs[0]
-		c.realm, c.realmRev = string(kv.Value), kv.ModRevision
+		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", c.keys.prefix))
+		return c, nil
+	}
+	// Created by another process in between, or an ancestor keyspace was.
+	found, err = c.adoptRealmReads("new", resp.Responses)
+	if err == nil && !found {
+		err = newError(GenerationMismatch, "new", "", "", "the realm key was created and deleted meanwhile", nil)
+	}
+	return c.orNil(err)
+}
+
+// Open opens an existing keyspace read-only: it reads the realm and writes
+// nothing. A prefix without a realm key is no_keyspace ("no leasegate
+// keyspace at prefix /wrong"); a prefix nested inside another keyspace is
+// invalid_input. The coordinator it returns can do everything New's can
+// (a claim on it acts), but opening never creates anything.
+func Open(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordinator, error) {
+	c, err := newCoordinator("open", client, opts)
+	if err != nil {
+		return nil, err
+	}
+	found, err := c.readRealm(ctx, "open")
+	if err == nil && !found {
+		err = newError(NoKeyspace, "open", "", "", fmt.Sprintf("no leasegate keyspace at prefix %s (no %s key)", c.keys.prefix, c.keys.Realm()), nil)
+	}
+	return c.orNil(err)
+}
+
+func (c *Coordinator) orNil(err error) (*Coordinator, error) {
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordinator, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, Invalid(op, "%v", err)
+		}
+	}
+	if client == nil {
+		return nil, Invalid(op, "nil etcd client")
+	}
+	return &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}, nil
+}
+
+// ancestorRealms are the realm keys of every keyspace the prefix would be
+// nested in: for /a/b/c, /a/realm and /a/b/realm.
+func (c *Coordinator) ancestorRealms() []string {
+	var keys []string
+	p := c.keys.prefix
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			keys = append(keys, p[:i]+"/realm")
+		}
+	}
+	return keys
+}
+
+// realmReads reads the realm key, then every ancestor's.
+func (c *Coordinator) realmReads() []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpGet(c.keys.Realm())}
+	for _, k := range c.ancestorRealms() {
+		ops = append(ops, clientv3.OpGet(k))
+	}
+	return ops
+}
+
+func (c *Coordinator) noAncestorRealms() []clientv3.Cmp {
+	var cmps []clientv3.Cmp
+	for _, k := range c.ancestorRealms() {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+	}
+	return cmps
+}
+
+// readRealm reads the realm and the ancestors' realm keys at one revision
+// and adopts the realm if there is one.
+func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
+	resp, err := c.Txn(ctx, TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+	if err != nil {
+		return false, err
+	}
+	return c.adoptRealmReads(op, resp.Responses)
+}
+
+// adoptRealmReads classifies the responses of realmReads: invalid_input if
+// an ancestor holds a keyspace, else whether the realm exists (adopted).
+func (c *Coordinator) adoptRealmReads(op string, rs []*pb.ResponseOp) (bool, error) {
+	for i, k := range c.ancestorRealms() {
+		if firstKV(rs[i+1]) != nil {
+			return false, Invalid(op, "prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it",
+				c.keys.prefix, k[:len(k)-len("/realm")], k)
+		}
+	}
+	kv := firstKV(rs[0])
+	if kv == nil {
+		return false, nil
+	}
+	c.adoptRealm(string(kv.Value), kv.ModRevision)
+	return true, nil
 }
 
 // Realm is the realm this coordinator issues grants under.
@@ -77,7 +180,7 @@ func (c *Coordinator) Logger() *zap.Logger { return c.lg }
 // CurrentRealm reads the realm stored in etcd now.
 func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 	var resp *clientv3.GetResponse
-	err := request{op: "realm"}.do(ctx, func(ctx context.Context) (err error) {
+	err := c.do(ctx, request{op: "realm"}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Get(ctx, c.keys.Realm())
 		return err
 	})
@@ -97,7 +200,7 @@ func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	fresh := uuid.NewString()
 	old := c.Realm()
 	var resp *clientv3.PutResponse
-	err := request{op: "realm rotate", mutating: true}.do(ctx, func(ctx context.Context) (err error) {
+	err := c.do(ctx, request{op: "realm rotate", mutating: true}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Put(ctx, c.keys.Realm(), fresh)
 		return err
 	})

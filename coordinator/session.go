@@ -68,7 +68,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	}
 	sent := time.Now()
 	var resp *clientv3.LeaseGrantResponse
-	err := request{op: "session", mutating: true}.do(ctx, func(ctx context.Context) (err error) {
+	err := c.do(ctx, request{op: "session", mutating: true}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Grant(ctx, int64(ttl/time.Second))
 		return err
 	})
@@ -98,11 +98,20 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	return s, nil
 }
 
+// MaxTTL is the longest lease TTL leasegate asks for. A grant lives as long
+// as its lease; a TTL of days keeps a crashed owner's task held for days, and
+// is nearly always a unit mistake (10h for 10s).
+const MaxTTL = 24 * time.Hour
+
 // CheckTTL reports why ttl cannot be a lease TTL: etcd counts leases in
-// whole seconds, so anything else would be silently rounded.
+// whole seconds, so anything else would be silently rounded; and at most
+// MaxTTL.
 func CheckTTL(ttl time.Duration) error {
 	if ttl <= 0 || ttl%time.Second != 0 {
 		return fmt.Errorf("ttl %v must be a positive whole number of seconds (etcd leases are counted in seconds)", ttl)
+	}
+	if ttl > MaxTTL {
+		return fmt.Errorf("ttl %v is over the maximum of %v: a crashed owner would hold its tasks that long", ttl, MaxTTL)
 	}
 	return nil
 }
@@ -123,7 +132,7 @@ func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
 }
 
 func (c *Coordinator) revoke(ctx context.Context, op string, lease int64) error {
-	return request{op: op, mutating: true}.do(ctx, func(ctx context.Context) error {
+	return c.do(ctx, request{op: op, mutating: true}, func(ctx context.Context) error {
 		_, err := c.client.Revoke(ctx, clientv3.LeaseID(lease))
 		return err
 	})

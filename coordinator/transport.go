@@ -3,6 +3,8 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -67,36 +69,65 @@ type request struct {
 	mutating         bool
 }
 
-// do runs f against etcd and turns its failure into an *Error: a lease that
-// is gone is expired_owner; a read that failed, or a write that never left
-// this process, is authority_unavailable; a write that may have reached etcd
-// is outcome_unknown.
-func (r request) do(ctx context.Context, f func(ctx context.Context) error) error {
+// errRequestTimeout is the cause of a request cut off by the coordinator's
+// request timeout.
+var errRequestTimeout = errors.New("coordinator: request timeout")
+
+// do runs f against etcd, bounded by the request timeout when ctx has no
+// deadline, and turns its failure into an *Error (classify).
+func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "not sent: context already done", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.requestTimeout, errRequestTimeout)
+		defer cancel()
 	}
 	t := &sendTracker{}
 	err := f(context.WithValue(ctx, trackerKey{}, t))
 	if err == nil {
 		return nil
 	}
-	return r.classify(t, err)
+	if errors.Is(context.Cause(ctx), errRequestTimeout) {
+		err = fmt.Errorf("no answer within the request timeout of %v: %w", c.opts.requestTimeout, err)
+	}
+	return c.classify(r, t, err)
 }
 
-func (r request) classify(t *sendTracker, err error) error {
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return newError(ExpiredOwner, r.op, r.tenant, r.task, "lease not found", err)
-	}
-	if isNoSpace(err) {
-		return newError(NoSpace, r.op, r.tenant, r.task, "etcd's NOSPACE alarm is raised: it applies no write until an operator frees space and disarms it", err)
-	}
-	if !r.mutating {
-		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "read failed", err)
-	}
-	if definitelyNotApplied(err) {
-		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "etcd refused the request before applying it", err)
-	}
+// classify names a failed request, first match wins:
+//
+//   - etcd named the lease gone: expired_owner;
+//   - etcd's auth refused it (role lacks the prefix, bad credentials):
+//     permission_denied;
+//   - etcd's NOSPACE alarm: no_space (a hold);
+//   - a request etcd can never accept (too many ops, too large, a key
+//     twice, another InvalidArgument), or one gRPC would not send (over its
+//     send limit): invalid_input;
+//   - an endpoint that does not speak etcd's API: authority_unavailable;
+//   - a read: authority_unavailable — a read is never outcome_unknown;
+//   - a write refused before etcd proposed it, or never sent:
+//     authority_unavailable;
+//   - a write that was sent and got no answer: outcome_unknown.
+func (c *Coordinator) classify(r request, t *sendTracker, err error) error {
+	code := codeOf(err)
 	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return newError(ExpiredOwner, r.op, r.tenant, r.task, "lease not found", err)
+	case deniedByAuth(err, code):
+		return newError(PermissionDenied, r.op, r.tenant, r.task,
+			fmt.Sprintf("etcd's auth refused the request; the user's role needs readwrite on %s/", c.keys.prefix), err)
+	case isNoSpace(err):
+		return newError(NoSpace, r.op, r.tenant, r.task, "etcd's NOSPACE alarm is raised: it applies no write until an operator frees space and disarms it", err)
+	case neverAcceptable(err, code):
+		return newError(InvalidInput, r.op, r.tenant, r.task, "etcd can never accept this request", err)
+	case notEtcd(err, code):
+		return newError(AuthorityUnavailable, r.op, r.tenant, r.task,
+			fmt.Sprintf("endpoint %s did not answer as etcd (check --endpoints)", strings.Join(c.client.Endpoints(), ",")), err)
+	case !r.mutating:
+		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "read failed", err)
+	case definitelyNotApplied(code) || errors.Is(err, rpctypes.ErrTooManyRequests):
+		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "etcd refused the request before applying it", err)
 	case !t.tagged.Load():
 		return newError(OutcomeUnknown, r.op, r.tenant, r.task,
 			"the etcd client lacks coordinator.DialOptions(), so an unsent request cannot be told from a lost answer", err)
@@ -106,6 +137,63 @@ func (r request) classify(t *sendTracker, err error) error {
 	return newError(OutcomeUnknown, r.op, r.tenant, r.task, "sent, but no answer came back", err)
 }
 
+// codeOf is the gRPC code of an etcd client error, codes.Unknown if none.
+func codeOf(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return codes.Unknown
+}
+
+// authErrors are etcd's answers that the credentials do not allow the
+// request. Some are InvalidArgument on the wire, so they are matched by
+// value before codes are.
+var authErrors = []error{
+	rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound,
+	rpctypes.ErrInvalidAuthToken, rpctypes.ErrRoleNotGranted,
+	rpctypes.ErrPermissionNotGranted,
+}
+
+func deniedByAuth(err error, code codes.Code) bool {
+	for _, a := range authErrors {
+		if errors.Is(err, a) {
+			return true
+		}
+	}
+	return code == codes.PermissionDenied || code == codes.Unauthenticated
+}
+
+// neverAcceptable reports a request etcd refuses as malformed whatever its
+// state (it was not applied, and sending it again changes nothing), or that
+// gRPC refused to send for its size.
+func neverAcceptable(err error, code codes.Code) bool {
+	for _, a := range []error{rpctypes.ErrTooManyOps, rpctypes.ErrRequestTooLarge, rpctypes.ErrDuplicateKey, rpctypes.ErrEmptyKey} {
+		if errors.Is(err, a) {
+			return true
+		}
+	}
+	if code == codes.InvalidArgument {
+		return true
+	}
+	return code == codes.ResourceExhausted && strings.Contains(err.Error(), "trying to send message larger than max")
+}
+
+// notEtcd reports an answer from an endpoint that does not serve etcd's
+// gRPC API: a plain HTTP/2 server answers 404 (gRPC's Unimplemented) or a
+// response that is not gRPC. Nothing was applied.
+func notEtcd(err error, code codes.Code) bool {
+	if code == codes.Unimplemented {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "unexpected HTTP status code") || strings.Contains(msg, "malformed header: missing HTTP content-type") ||
+		strings.Contains(msg, "unexpected content-type")
+}
+
 // isNoSpace reports etcd's quota refusal: the backend reached its quota
 // (checked before the request is proposed) or the NOSPACE alarm is raised
 // (the apply refuses every write). Either way nothing was applied.
@@ -113,18 +201,9 @@ func isNoSpace(err error) bool {
 	return errors.Is(err, rpctypes.ErrNoSpace) || errors.Is(err, rpctypes.ErrGRPCNoSpace)
 }
 
-// definitelyNotApplied reports errors etcd returns before it proposes a
+// definitelyNotApplied reports codes etcd returns before it proposes a
 // request: it was not applied and never will be.
-func definitelyNotApplied(err error) bool {
-	var code codes.Code
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		code = ee.Code()
-	} else if s, ok := status.FromError(err); ok {
-		code = s.Code()
-	} else {
-		return false
-	}
+func definitelyNotApplied(code codes.Code) bool {
 	switch code {
 	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition, codes.OutOfRange:
 		return true
@@ -148,7 +227,10 @@ type TxnRequest struct {
 func (c *Coordinator) Txn(ctx context.Context, r TxnRequest) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	req := request{op: r.Op, tenant: r.Tenant, task: r.Task, mutating: !r.ReadOnly}
-	err := req.do(ctx, func(ctx context.Context) (err error) {
+	if err := c.checkTxn(r); err != nil {
+		return nil, err
+	}
+	err := c.do(ctx, req, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).If(r.If...).Then(r.Then...).Else(r.Else...).Commit()
 		return err
 	})

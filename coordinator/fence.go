@@ -1,0 +1,102 @@
+package coordinator
+
+// What a fenced Txn compares. Every use of a Grant — Renew, Release,
+// fencedtxn.Commit, the ledger's transitions, a caller's own Txn — puts
+// Guard(g) in its If and GuardReads(g) first in its Else, and classifies a
+// failed Txn with CheckGuard. The compares, all in the one Txn that also
+// performs the write:
+//
+//	Value(<p>/realm)            == g.Realm   else authority_generation_mismatch
+//	ModRevision(fence)          == g.Epoch   else stale_owner (a newer grant was published)
+//	ModRevision(owner)          == g.Epoch   the owner key of this very claim
+//	Value(owner)                == g.Owner   equal epoch, other owner: stale_owner
+//	LeaseValue(owner)           == g.Lease   expiry or revocation deletes the key: expired_owner
+//
+// CheckGuard names the first that failed, in the order realm, fence, owner:
+// authority_generation_mismatch, stale_owner (fence moved, or owner identity
+// or epoch differ), expired_owner (fence still the grant's, owner key gone).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Guard is the set of compares that hold exactly while g is the current,
+// live grant of its task: same realm, fence not moved since g's claim, the
+// owner key of that very claim, same owner, same lease (expiry or revocation
+// deletes the key). Put them in the If of a Txn of your own, and
+// GuardReads in its Else, to fence your own writes.
+func (c *Coordinator) Guard(g Grant) []clientv3.Cmp {
+	k := c.keys
+	owner := k.Owner(g.Tenant, g.Task)
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),
+		clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),
+		clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),
+		clientv3.Compare(clientv3.Value(owner), "=", g.Owner),
+		clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),
+	}
+}
+
+// GuardReads are the reads CheckGuard classifies: realm, fence, owner.
+func (c *Coordinator) GuardReads(g Grant) []clientv3.Op {
+	k := c.keys
+	return []clientv3.Op{
+		clientv3.OpGet(k.Realm()),
+		clientv3.OpGet(k.Fence(g.Tenant, g.Task)),
+		clientv3.OpGet(k.Owner(g.Tenant, g.Task)),
+	}
+}
+
+// CheckGuard classifies the responses of GuardReads, read atomically with a
+// failed Guard: nil if g is current, else the first of
+// authority_generation_mismatch, stale_owner, expired_owner.
+func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error {
+	if len(rs) < 3 {
+		return Invalid(op, "the Txn's Else does not start with GuardReads")
+	}
+	realm, fence, owner := firstKV(rs[0]), firstKV(rs[1]), firstKV(rs[2])
+	refuse := func(d Disposition, format string, args ...any) error {
+		e := newError(d, op, g.Tenant, g.Task, fmt.Sprintf(format, args...), nil)
+		e.Holder = holderOf(g.Tenant, g.Task, fence, owner)
+		return e
+	}
+	switch {
+	case realm == nil:
+		return refuse(GenerationMismatch, "the authority has no realm (keyspace wiped or wrong prefix)")
+	case string(realm.Value) != g.Realm:
+		return refuse(GenerationMismatch, "grant realm %s, authority realm %s", g.Realm, realm.Value)
+	case fence == nil:
+		return refuse(StaleOwner, "no grant was ever published for this task")
+	case fence.ModRevision != g.Epoch:
+		return refuse(StaleOwner, "the fence is at epoch %d, the grant's epoch is %d", fence.ModRevision, g.Epoch)
+	}
+	var fr FenceRecord
+	if err := json.Unmarshal(fence.Value, &fr); err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {
+		return refuse(StaleOwner, "epoch %d belongs to owner %q lease %d, not %q lease %d", g.Epoch, fr.Owner, fr.Lease, g.Owner, g.Lease)
+	}
+	if owner == nil {
+		return refuse(ExpiredOwner, "the owner key of epoch %d is gone (lease expired or revoked, or released)", g.Epoch)
+	}
+	if owner.ModRevision != g.Epoch || string(owner.Value) != g.Owner || owner.Lease != g.Lease {
+		return refuse(StaleOwner, "the owner key is %q at epoch %d", owner.Value, owner.ModRevision)
+	}
+	return nil
+}
+
+// checkCurrent returns nil if g is the current grant, read linearizably.
+func (c *Coordinator) checkCurrent(ctx context.Context, op string, g Grant) error {
+	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If: c.Guard(g), Else: c.GuardReads(g)})
+	if err != nil {
+		return err
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	return c.CheckGuard(op, g, resp.Responses)
+}
