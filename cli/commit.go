@@ -61,7 +61,7 @@ func commit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: value,
+	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: []byte(value),
 		ExpectedVersion: c.Int64("expected-version")}
 	if in.ExpectedVersion < 0 {
 		return coordinator.Invalid(op, "--expected-version %d is negative", in.ExpectedVersion)

@@ -12,7 +12,8 @@ import (
 
 // TestAuth: --user and --password (or name:password, or the environment)
 // reach an etcd with authentication on; a wrong password is a hold (exit 3:
-// nothing was written), never a refusal.
+// nothing was written), never a refusal; no credentials at all is etcd's
+// auth refusing the request: permission_denied (exit 6).
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
@@ -37,7 +38,7 @@ func TestAuth(t *testing.T) {
 		{"user and password", []string{"--user", "root", "--password", "s3cret"}, cli.ExitDone, "ok"},
 		{"name:password", []string{"--user", "root:s3cret"}, cli.ExitDone, "ok"},
 		{"wrong password", []string{"--user", "root", "--password", "nope"}, cli.ExitUnavailable, coordinator.AuthorityUnavailable},
-		{"no credentials", nil, cli.ExitUnavailable, coordinator.AuthorityUnavailable},
+		{"no credentials", nil, cli.ExitDenied, coordinator.PermissionDenied}, // etcd's auth refused: not a hold
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -40,7 +40,7 @@ func TestSecuredCluster(t *testing.T) {
 		c := lgtest.CoordinatorOf(t, cl.ClientAs(t, "worker", "worker-pw"))
 		s := lgtest.Session(t, c, "worker-1", 10*time.Second)
 		g := lgtest.Claim(t, s, "tenant", "task")
-		r, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "tenant", Task: "task", Operation: "op-1", Value: "v", ExpectedVersion: 0})
+		r, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "tenant", Task: "task", Operation: "op-1", Value: []byte("v"), ExpectedVersion: 0})
 		if err != nil || r.Disposition != coordinator.Committed {
 			t.Fatalf("commit: %+v, %v", r, err)
 		}

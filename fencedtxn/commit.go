@@ -25,12 +25,13 @@ const MaxValueBytesLimit = 1 << 20
 
 // Intent is one protected write: which task, which operation (its stable
 // identity across retries and owners), the new value, and the state version
-// it was decided against. It never contains the epoch.
+// it was decided against. It never contains the epoch. Value is bytes, as
+// stored (State.Value): any binary value round-trips unchanged.
 type Intent struct {
 	Tenant          string `json:"tenant"`
 	Task            string `json:"task"`
 	Operation       string `json:"operation"`
-	Value           string `json:"value"`
+	Value           []byte `json:"value"`
 	ExpectedVersion int64  `json:"expected_version"`
 }
 
@@ -123,7 +124,7 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
 	stored, _ := json.Marshal(receipt)
 	opValue, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: digest, Receipt: stored, Epoch: g.Epoch, Owner: g.Owner})
-	stateValue, _ := json.Marshal(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: []byte(in.Value),
+	stateValue, _ := json.Marshal(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
 		Operation: in.Operation, Epoch: g.Epoch})
 
 	cmps := append(c.Guard(g),
@@ -228,7 +229,7 @@ func Digest(in Intent) string {
 	field([]byte(in.Tenant))
 	field([]byte(in.Task))
 	field([]byte(in.Operation))
-	field([]byte(in.Value))
+	field(in.Value)
 	field(v[:])
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -16,15 +16,15 @@ import (
 
 func TestDigestIsInjective(t *testing.T) {
 	t.Parallel()
-	base := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v", ExpectedVersion: 1}
+	base := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v"), ExpectedVersion: 1}
 	variants := []fencedtxn.Intent{
 		base,
-		{Tenant: "tk", Task: "", Operation: "op", Value: "v", ExpectedVersion: 1},
-		{Tenant: "t", Task: "kop", Operation: "", Value: "v", ExpectedVersion: 1},
-		{Tenant: "t", Task: "k", Operation: "opv", Value: "", ExpectedVersion: 1},
-		{Tenant: "t", Task: "k", Operation: "op", Value: "v", ExpectedVersion: 2},
-		{Tenant: "t", Task: "k", Operation: "op", Value: "v\x00", ExpectedVersion: 1},
-		{Tenant: "t", Task: "k", Operation: "o", Value: "pv", ExpectedVersion: 1},
+		{Tenant: "tk", Task: "", Operation: "op", Value: []byte("v"), ExpectedVersion: 1},
+		{Tenant: "t", Task: "kop", Operation: "", Value: []byte("v"), ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "opv", Value: []byte(""), ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v"), ExpectedVersion: 2},
+		{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v\x00"), ExpectedVersion: 1},
+		{Tenant: "t", Task: "k", Operation: "o", Value: []byte("pv"), ExpectedVersion: 1},
 	}
 	seen := map[string]int{}
 	for i, in := range variants {
@@ -46,7 +46,7 @@ func TestCommitBinaryValueAndCallerOps(t *testing.T) {
 	ctx := lgtest.Ctx(t)
 	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
 	value := string([]byte{0, 0xff, '\n', 'x'})
-	r, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: value},
+	r, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte(value)},
 		fencedtxn.WithOps(clientv3.OpPut("/app/t/k", "mine"), clientv3.OpDelete("/app/t/old")))
 	if err != nil || r.Disposition != coordinator.Committed {
 		t.Fatalf("commit: %+v %v", r, err)
@@ -64,7 +64,7 @@ func TestCommitBinaryValueAndCallerOps(t *testing.T) {
 		t.Fatalf("state record %+v %v", rec, err)
 	}
 	// A refused commit applies none of the caller's ops.
-	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op2", Value: "x"},
+	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op2", Value: []byte("x")},
 		fencedtxn.WithOps(clientv3.OpPut("/app/t/refused", "no")))
 	lgtest.Want(t, err, coordinator.VersionConflict)
 	if got, _ := c.Client().Get(ctx, "/app/t/refused"); len(got.Kvs) != 0 {
@@ -137,7 +137,7 @@ func TestDeadlineAfterSendIsOutcomeUnknown(t *testing.T) {
 	ctx := lgtest.Ctx(t)
 	c := lgtest.CoordinatorOf(t, lgtest.MemberClient(t, cl, 0))
 	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 30*time.Second), "t", "k")
-	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v"}
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
 
 	cl.Member(1).Stop(t)
 	cl.Member(2).Stop(t)

@@ -47,7 +47,7 @@ func Example() {
 		fmt.Println(coordinator.DispositionOf(err), err)
 		return
 	}
-	intent := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "promote-db-2026-11-30", Value: "replica-b"}
+	intent := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "promote-db-2026-11-30", Value: []byte("replica-b")}
 	for range 2 {
 		r, err := fencedtxn.Commit(ctx, c, g, intent, fencedtxn.WithSession(s))
 		switch coordinator.DispositionOf(err) {

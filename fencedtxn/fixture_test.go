@@ -28,7 +28,7 @@ func TestSeedFixture(t *testing.T) {
 	// region-a's lease is not kept alive: it is a worker that paused.
 	oldSession := lgtest.Session(t, c, "region-a", time.Second, coordinator.WithoutKeepAlive())
 	old := lgtest.Claim(t, oldSession, "tenant-a", "task-a")
-	intent := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-a", Value: "synthetic-value", ExpectedVersion: 0}
+	intent := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-a", Value: []byte("synthetic-value"), ExpectedVersion: 0}
 
 	t.Run("expired owner refused before any regrant", func(t *testing.T) {
 		lgtest.WaitOwnerGone(t, c, "tenant-a", "task-a")
@@ -109,15 +109,15 @@ func TestSeedFixture(t *testing.T) {
 	})
 	t.Run("changed payload under the same operation conflicts", func(t *testing.T) {
 		changed := intent
-		changed.Value = "different-value"
+		changed.Value = []byte("different-value")
 		_, err := fencedtxn.Commit(ctx, c, newGrant, changed)
 		lgtest.Want(t, err, coordinator.OperationConflict)
 	})
 	t.Run("wrong expected version conflicts", func(t *testing.T) {
-		_, err := fencedtxn.Commit(ctx, c, newGrant, fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-b", Value: "synthetic-value"})
+		_, err := fencedtxn.Commit(ctx, c, newGrant, fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-b", Value: []byte("synthetic-value")})
 		lgtest.Want(t, err, coordinator.VersionConflict)
 	})
-	next := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-b", Value: "synthetic-next", ExpectedVersion: 1}
+	next := fencedtxn.Intent{Tenant: "tenant-a", Task: "task-a", Operation: "operation-b", Value: []byte("synthetic-next"), ExpectedVersion: 1}
 	t.Run("unavailable authority holds with nothing written", func(t *testing.T) {
 		before := lgtest.Snap(t, c.Client(), prefix)
 		cl.Member(0).Stop(t)

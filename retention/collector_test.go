@@ -65,7 +65,7 @@ func (f fixture) run(t *testing.T) retention.Result {
 func (f fixture) commit(t *testing.T, g coordinator.Grant, op string, expected int64) (fencedtxn.Receipt, error) {
 	t.Helper()
 	return fencedtxn.Commit(lgtest.Ctx(t), f.c, g, fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: op,
-		Value: "v-" + op, ExpectedVersion: expected})
+		Value: []byte("v-" + op), ExpectedVersion: expected})
 }
 
 func (f fixture) exists(t *testing.T, key string) bool {

@@ -1,0 +1,58 @@
+package fencedtxn
+
+import (
+	"context"
+	"encoding/json"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// State is a task's protected state as its last commit left it.
+type State struct {
+	Tenant    string `json:"tenant"`
+	Task      string `json:"task"`
+	Value     []byte `json:"value"`     // as committed (Intent.Value); nil if never committed
+	Version   int64  `json:"version"`   // commits so far; 0: never committed
+	Operation string `json:"operation"` // the operation id of the last commit
+	Epoch     int64  `json:"epoch"`     // the epoch of the grant that made the last commit
+	Revision  int64  `json:"revision"`  // the etcd revision of the last commit (the state key's ModRevision); 0 if none
+}
+
+// Committed reports whether the task was ever committed to.
+func (s State) Committed() bool { return s.Version > 0 }
+
+// Get reads a task's protected state, linearizably. A task never committed
+// to is a State with Version 0 and a nil error. A state key written by
+// other means than Commit shows its raw bytes and etcd's version, with no
+// operation and no epoch. It only reads: a failure is
+// authority_unavailable, never outcome_unknown.
+func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (State, error) {
+	if c == nil {
+		return State{}, coordinator.Invalid("get", "nil coordinator")
+	}
+	if err := coordinator.CheckTask(tenant, task); err != nil {
+		return State{}, coordinator.Invalid("get", "%v", err)
+	}
+	resp, err := c.Txn(ctx, coordinator.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(c.Keys().State(tenant, task))}})
+	if err != nil {
+		return State{}, err
+	}
+	st := State{Tenant: tenant, Task: task}
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return st, nil
+	}
+	st.Revision = kvs[0].ModRevision
+	var rec coordinator.StateRecord
+	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
+		// Written by other means than Commit: show it as etcd holds it,
+		// with no operation and no epoch, like Coordinator.Owner does.
+		st.Value, st.Version = kvs[0].Value, kvs[0].Version
+		return st, nil
+	}
+	st.Value, st.Version, st.Operation, st.Epoch = rec.Value, rec.Version, rec.Operation, rec.Epoch
+	return st, nil
+}
