@@ -119,7 +119,7 @@ func TestClaimRetriedAfterLostResponse(t *testing.T) {
 	}
 	// A commit whose answer is lost is outcome_unknown too, and retrying the
 	// same intent learns that it applied.
-	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "v"}
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
 	d.armed.Store(true)
 	_, err = fencedtxn.Commit(ctx, c, g, in)
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
@@ -387,14 +387,14 @@ func TestBadInputWritesNothing(t *testing.T) {
 	t.Run("intent", func(t *testing.T) {
 		for name, in := range map[string]fencedtxn.Intent{
 			"negative version": {Tenant: "t", Task: "k", Operation: "op", ExpectedVersion: -1},
-			"oversized value":  {Tenant: "t", Task: "k", Operation: "op", Value: strings.Repeat("v", fencedtxn.DefaultMaxValueBytes+1)},
+			"oversized value":  {Tenant: "t", Task: "k", Operation: "op", Value: []byte(strings.Repeat("v", fencedtxn.DefaultMaxValueBytes+1))},
 		} {
 			_, err := fencedtxn.Commit(ctx, c, g, in)
 			if coordinator.DispositionOf(err) != coordinator.InvalidInput {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
-		_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: "0123456789"}, fencedtxn.WithMaxValueBytes(8))
+		_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("0123456789")}, fencedtxn.WithMaxValueBytes(8))
 		lgtest.Want(t, err, coordinator.InvalidInput)
 		_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}, fencedtxn.WithMaxValueBytes(0))
 		lgtest.Want(t, err, coordinator.InvalidInput)

@@ -19,7 +19,7 @@ func TestOwnerAndList(t *testing.T) {
 	g := lgtest.Claim(t, s, "t", "k")
 	lgtest.Claim(t, s, "t", "idle")
 	for i, op := range []string{"first", "second"} {
-		if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: op, Value: op, ExpectedVersion: int64(i)}); err != nil {
+		if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: op, Value: []byte(op), ExpectedVersion: int64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,84 @@
+package coordinator_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestSessionGrantsAndReleaseTask: a claim whose answer was lost still
+// shows in Session.Grants (read from etcd), and ReleaseTask lets it go
+// without its grant; a task on another lease is never released.
+func TestSessionGrantsAndReleaseTask(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	d := &dropper{}
+	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := lgtest.Ctx(t)
+	c := lgtest.CoordinatorOf(t, cli)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	other := lgtest.Session(t, c, "other", 10*time.Second)
+	held := lgtest.Claim(t, s, "t", "held")
+	theirs := lgtest.Claim(t, other, "t", "theirs")
+
+	d.armed.Store(true)
+	_, err = s.Claim(ctx, "t", "lost")
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+
+	grants, err := s.Grants(ctx)
+	if err != nil || len(grants) != 2 || grants[0] != held || grants[1].Task != "lost" || grants[1].Lease != s.Lease() ||
+		grants[1].Realm != c.Realm() || grants[1].Owner != "worker" || grants[1].Epoch <= held.Epoch {
+		t.Fatalf("Grants: %+v %v; want held and the lost claim", grants, err)
+	}
+	// The grant read back is a working grant.
+	if err := c.Renew(ctx, grants[1]); err != nil {
+		t.Fatalf("renew of the grant read back: %v", err)
+	}
+
+	before := lgtest.Snap(t, cli, c.Keys().Prefix())
+	lgtest.Want(t, s.ReleaseTask(ctx, "t", "theirs"), coordinator.StaleOwner)
+	lgtest.Want(t, s.ReleaseTask(ctx, "t", "never"), coordinator.ExpiredOwner)
+	lgtest.Want(t, s.ReleaseTask(ctx, "t", ""), coordinator.InvalidInput)
+	if d := before.Diff(lgtest.Snap(t, cli, c.Keys().Prefix())); d != "" {
+		t.Fatalf("a refused ReleaseTask wrote:\n%s", d)
+	}
+	if own, err := c.Owner(ctx, "t", "theirs"); err != nil || own.Epoch != theirs.Epoch {
+		t.Fatalf("another session's task after ReleaseTask: %+v %v", own, err)
+	}
+	// The same owner label on another lease is not this session's either.
+	twin := lgtest.Session(t, c, "worker", 10*time.Second)
+	lgtest.Want(t, twin.ReleaseTask(ctx, "t", "lost"), coordinator.StaleOwner)
+
+	// A key on this session's lease under another label was not written
+	// by it (leasegate never does that): not released either.
+	forged := c.Keys().Owner("t", "forged")
+	if _, err := cli.Put(ctx, forged, "intruder", clientv3.WithLease(clientv3.LeaseID(s.Lease()))); err != nil {
+		t.Fatal(err)
+	}
+	lgtest.Want(t, s.ReleaseTask(ctx, "t", "forged"), coordinator.StaleOwner)
+
+	if err := s.ReleaseTask(ctx, "t", "lost"); err != nil {
+		t.Fatal(err)
+	}
+	if own, err := c.Owner(ctx, "t", "lost"); err != nil || own.Owned() {
+		t.Fatalf("after ReleaseTask: %+v %v", own, err)
+	}
+	grants, err = s.Grants(ctx)
+	if err != nil || len(grants) != 1 || grants[0] != held {
+		t.Fatalf("Grants after ReleaseTask: %+v %v", grants, err)
+	}
+	// The other session's grants are its own.
+	if og, err := other.Grants(ctx); err != nil || len(og) != 1 || og[0] != theirs {
+		t.Fatalf("other's Grants: %+v %v", og, err)
+	}
+}

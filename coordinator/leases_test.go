@@ -1,0 +1,131 @@
+package coordinator_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestLeasesAndStaleOwners: every lease carrying owner keys is listed with
+// its owner, TTLs and tasks; a revoked lease is expired_owner; after a realm
+// rotation the old owner keys are shown stale, never as owning.
+func TestLeasesAndStaleOwners(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	a := lgtest.Session(t, c, "worker-a", 20*time.Second)
+	b := lgtest.Session(t, c, "worker-b", 10*time.Second)
+	ga1 := lgtest.Claim(t, a, "t", "one")
+	ga2 := lgtest.Claim(t, a, "u", "two")
+	gb := lgtest.Claim(t, b, "t", "three")
+	idle := lgtest.Session(t, c, "idle", 10*time.Second) // a lease with no owner key
+
+	leases, err := c.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int64]coordinator.LeaseInfo{}
+	for _, l := range leases {
+		byID[l.ID] = l
+	}
+	if len(leases) != 2 || byID[idle.Lease()].ID != 0 {
+		t.Fatalf("Leases: %+v; want exactly the leases of worker-a and worker-b", leases)
+	}
+	la := byID[a.Lease()]
+	if la.Owner != "worker-a" || la.GrantedTTL != 20 || la.TTLLeft < 1 || la.TTLLeft > 20 || len(la.Tasks) != 2 ||
+		la.Tasks[0] != (coordinator.LeaseTask{Tenant: "t", Task: "one", Epoch: ga1.Epoch}) ||
+		la.Tasks[1] != (coordinator.LeaseTask{Tenant: "u", Task: "two", Epoch: ga2.Epoch}) {
+		t.Fatalf("lease of worker-a: %+v", la)
+	}
+	lb, err := c.Lease(ctx, b.Lease())
+	if err != nil || lb.Owner != "worker-b" || lb.GrantedTTL != 10 || len(lb.Tasks) != 1 || lb.Tasks[0].Epoch != gb.Epoch {
+		t.Fatalf("Lease(worker-b): %+v %v", lb, err)
+	}
+	li, err := c.Lease(ctx, idle.Lease())
+	if err != nil || len(li.Tasks) != 0 || li.GrantedTTL != 10 {
+		t.Fatalf("Lease(idle): %+v %v", li, err)
+	}
+	_, err = c.Lease(ctx, -1)
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	if err := c.RevokeLease(ctx, b.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Lease(ctx, b.Lease())
+	lgtest.Want(t, err, coordinator.ExpiredOwner)
+
+	// Rotation: worker-a's keys stay in etcd on a live lease but hold nothing.
+	if _, err := c.RotateRealm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	own, err := c.Owner(ctx, "t", "one")
+	if err != nil || !own.Stale || own.Owned() || own.Owner != "worker-a" || own.TTLLeft != -1 {
+		t.Fatalf("Owner after rotation: %+v %v; want stale, not owned", own, err)
+	}
+	list, err := c.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range list {
+		if o.Owned() {
+			t.Fatalf("List after rotation shows %+v as owning", o)
+		}
+	}
+	la, err = c.Lease(ctx, a.Lease())
+	if err != nil || len(la.Tasks) != 2 || !la.Tasks[0].Stale || !la.Tasks[1].Stale {
+		t.Fatalf("Lease(worker-a) after rotation: %+v %v; want both tasks stale", la, err)
+	}
+	// A new claim is owned again.
+	fresh := lgtest.Claim(t, lgtest.Session(t, c, "worker-c", 10*time.Second), "t", "one")
+	own, err = c.Owner(ctx, "t", "one")
+	if err != nil || own.Stale || !own.Owned() || own.Epoch != fresh.Epoch {
+		t.Fatalf("Owner after a claim in the new realm: %+v %v", own, err)
+	}
+}
+
+// TestWatchVacatesOnRotation: a watcher sees the owners of the old realm
+// vacated, marked stale, when the realm is rotated.
+func TestWatchVacatesOnRotation(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	events, err := c.Watch(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, events, coordinator.EventOwned, "k", g.Epoch)
+	if _, err := c.RotateRealm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextEvent(t, events)
+	if ev.Type != coordinator.EventVacated || !ev.Ownership.Stale || ev.Ownership.Epoch != g.Epoch {
+		t.Fatalf("after rotation: %s %+v; want k vacated, stale", ev.Type, ev.Ownership)
+	}
+	// A watch started after the rotation does not show the stale key.
+	again, err := c.Watch(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2 := lgtest.Claim(t, s, "t", "k")
+	expect(t, again, coordinator.EventClaimed, "k", g2.Epoch)
+}
+
+func nextEvent(t *testing.T, events <-chan coordinator.OwnershipEvent) coordinator.OwnershipEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return ev
+	case <-time.After(lgtest.Timeout):
+		t.Fatal("no event")
+	}
+	return coordinator.OwnershipEvent{}
+}

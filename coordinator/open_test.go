@@ -1,0 +1,66 @@
+package coordinator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestOpenNeverWrites: a read-only open of a prefix without a keyspace is
+// no_keyspace and writes nothing; New creates the realm, Open then reads the
+// same one; a prefix nested in a keyspace is invalid_input for both, and
+// nothing is written.
+func TestOpenNeverWrites(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	cli := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	before := lgtest.Snap(t, cli, "")
+	_, err := coordinator.Open(ctx, cli, coordinator.WithPrefix("/wrong"))
+	lgtest.Want(t, err, coordinator.NoKeyspace)
+	if want := "no leasegate keyspace at prefix /wrong"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open error %v; want it to say %q", err, want)
+	}
+	if d := before.Diff(lgtest.Snap(t, cli, "")); d != "" {
+		t.Fatalf("Open wrote:\n%s", d)
+	}
+
+	c, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := coordinator.Open(ctx, cli, coordinator.WithPrefix("/lg"))
+	if err != nil || r.Realm() != c.Realm() {
+		t.Fatalf("Open of an existing keyspace: %v, realm %q; want %q", err, r.Realm(), c.Realm())
+	}
+	again, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lg"))
+	if err != nil || again.Realm() != c.Realm() {
+		t.Fatalf("New of an existing keyspace: %v, realm %q; want %q", err, again.Realm(), c.Realm())
+	}
+
+	before = lgtest.Snap(t, cli, "")
+	for _, p := range []string{"/lg/owner", "/lg/a/b", "/lg/realm"} {
+		_, err := coordinator.Open(ctx, cli, coordinator.WithPrefix(p))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		_, err = coordinator.New(ctx, cli, coordinator.WithPrefix(p))
+		lgtest.Want(t, err, coordinator.InvalidInput)
+		if err == nil || !strings.Contains(err.Error(), "nested inside the leasegate keyspace at /lg") {
+			t.Fatalf("New(%s): %v; want the enclosing keyspace named", p, err)
+		}
+	}
+	// A sibling whose name merely starts like the keyspace is not nested.
+	if _, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lgx")); err != nil {
+		t.Fatal(err)
+	}
+	if d := before.Diff(lgtest.Snap(t, cli, "/lg/")); d != "" {
+		t.Fatalf("a nested prefix wrote:\n%s", d)
+	}
+	for _, bad := range []coordinator.Option{coordinator.WithPrefix("x"), coordinator.WithRequestTimeout(0),
+		coordinator.WithMaxTxnOps(2), coordinator.WithMaxRequestBytes(10)} {
+		_, err := coordinator.Open(ctx, cli, bad)
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	}
+}

@@ -1,0 +1,42 @@
+package fencedtxn_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestGetState(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+
+	st, err := fencedtxn.Get(ctx, c, "t", "k")
+	if err != nil || st.Committed() || st.Version != 0 || st.Value != nil || st.Revision != 0 {
+		t.Fatalf("never committed: %+v %v", st, err)
+	}
+	value := []byte{0, 0xff, '\n', 'x'} // not UTF-8: must come back byte for byte
+	var last fencedtxn.Receipt
+	for i, op := range []string{"first", "second"} {
+		in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: op, Value: append([]byte(op), value...), ExpectedVersion: int64(i)}
+		if last, err = fencedtxn.Commit(ctx, c, g, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = fencedtxn.Get(ctx, c, "t", "k")
+	if err != nil || !st.Committed() || st.Version != 2 || !bytes.Equal(st.Value, append([]byte("second"), value...)) ||
+		st.Operation != "second" || st.Epoch != g.Epoch || st.Revision != last.Revision || st.Tenant != "t" || st.Task != "k" {
+		t.Fatalf("state %+v %v; want version 2 of operation second at revision %d", st, err, last.Revision)
+	}
+	_, err = fencedtxn.Get(ctx, c, "t", "")
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	_, err = fencedtxn.Get(ctx, nil, "t", "k")
+	lgtest.Want(t, err, coordinator.InvalidInput)
+}
