@@ -1,16 +1,3 @@
-// Package embedtest runs real etcd members in-process for tests and drills:
-// one or several members on loopback, data in t.TempDir(), fast ticks so the
-// minimum lease TTL is one second, teardown in t.Cleanup.
-//
-// Guarantees: every member is a real etcd server (go.etcd.io/etcd/server/v3
-// embed), with real raft, a real lessor and real lease expiry. Client ports
-// are picked by the OS at bind time for single-member clusters; peer ports
-// (which a multi-member cluster must know before it starts) are picked by the
-// OS and the start is retried with fresh ports if one was taken meanwhile.
-//
-// Non-guarantees: fsync is off (UnsafeNoFsync), so a killed test process
-// loses recent writes; members share one process, so a "stopped" member is a
-// closed server, not a paused one.
 package embedtest
 
 import (
@@ -119,6 +106,7 @@ type Member struct {
 	quota     int64
 	certs     *TLSFiles // WithTLS (secure.go)
 	auth      bool      // WithAuth (secure.go)
+	proxies             // client and peer proxies in front of the member (faults.go)
 
 	mu   sync.Mutex
 	etcd *embed.Etcd
@@ -190,6 +178,10 @@ func start(dir string, cfg config) (*Cluster, error) {
 			auth:      cfg.secure.rootPassword != "",
 		}
 		c.members = append(c.members, m)
+		if err := c.addProxies(m); err != nil {
+			c.Close()
+			return nil, err
+		}
 		initial = append(initial, m.name+"="+m.peerURL.String())
 	}
 	for _, m := range c.members {
@@ -226,9 +218,11 @@ func (m *Member) start(state string) error {
 	ec.UnsafeNoFsync = true
 	ec.QuotaBackendBytes = m.quota
 	m.applySecurity(ec)
-	ec.ListenClientUrls = []url.URL{m.clientURL}
+	// Clients and peers dial the member's proxies (faults.go), which relay
+	// to where it listens.
+	ec.ListenClientUrls = []url.URL{m.listenClient}
 	ec.AdvertiseClientUrls = []url.URL{m.clientURL}
-	ec.ListenPeerUrls = []url.URL{m.peerURL}
+	ec.ListenPeerUrls = []url.URL{m.listenPeer}
 	ec.AdvertisePeerUrls = []url.URL{m.peerURL}
 	ec.InitialCluster = m.initial
 	ec.InitialClusterToken = m.token
@@ -249,14 +243,17 @@ func (m *Member) start(state string) error {
 	}
 	m.mu.Lock()
 	m.etcd = e
+	m.id.Store(uint64(e.Server.MemberID()))
 	m.mu.Unlock()
 	return nil
 }
 
-// Close stops every member. It is safe to call more than once.
+// Close stops every member and its proxies. It is safe to call more than
+// once.
 func (c *Cluster) Close() {
 	for _, m := range c.members {
-		m.stop()
+		_ = m.shutdown(false)
+		m.closeProxies()
 	}
 }
 
@@ -299,24 +296,31 @@ func (c *Cluster) WaitLeader(t testing.TB) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	i, err := c.waitLeader(ctx)
+	i, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatalf("embedtest: %v", err)
 	}
 	return i
 }
 
-func (c *Cluster) waitLeader(ctx context.Context) (int, error) {
+// Leader waits until the running members agree on a leader and returns its
+// index, or ctx's error.
+func (c *Cluster) Leader(ctx context.Context) (int, error) { return c.LeaderAmong(ctx) }
+
+// LeaderAmong waits until the running members among the given ones (all,
+// if none is given) agree on a leader that is one of them, and returns its
+// index: after a partition, the majority's side.
+func (c *Cluster) LeaderAmong(ctx context.Context, members ...int) (int, error) {
 	for {
 		// Take every running member's leader-change notification before
 		// looking, so that a change in between is not missed.
 		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}}
-		for _, m := range c.members {
+		for _, m := range c.among(members) {
 			if e := m.server(); e != nil {
 				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(e.Server.LeaderChangedNotify())})
 			}
 		}
-		if i, ok := c.leader(); ok {
+		if i, ok := c.leader(members); ok {
 			return i, nil
 		}
 		if chosen, _, _ := reflect.Select(cases); chosen == 0 {
@@ -325,10 +329,10 @@ func (c *Cluster) waitLeader(ctx context.Context) (int, error) {
 	}
 }
 
-func (c *Cluster) leader() (int, bool) {
+func (c *Cluster) leader(members []int) (int, bool) {
 	lead := uint64(0)
 	idx := -1
-	for i, m := range c.members {
+	for i, m := range c.among(members) {
 		e := m.server()
 		if e == nil {
 			continue
@@ -360,30 +364,20 @@ func (m *Member) server() *embed.Etcd {
 	return m.etcd
 }
 
-// Stop closes the member's server; its data stays for Restart.
+// Stop stops the member gracefully (Halt); its data stays for Restart.
 func (m *Member) Stop(t testing.TB) {
 	t.Helper()
-	m.stop()
-}
-
-func (m *Member) stop() {
-	m.mu.Lock()
-	e := m.etcd
-	m.etcd = nil
-	m.mu.Unlock()
-	if e != nil {
-		e.Close()
+	if err := m.Halt(); err != nil {
+		t.Fatalf("embedtest: %v", err)
 	}
 }
 
-// Restart starts a stopped member again on the same addresses and data.
+// Restart starts a stopped member again on the same addresses and data
+// (Start).
 func (m *Member) Restart(t testing.TB) {
 	t.Helper()
-	if m.Running() {
-		t.Fatalf("embedtest: member %s is running", m.name)
-	}
-	if err := m.start(embed.ClusterStateFlagExisting); err != nil {
-		t.Fatalf("embedtest: restart: %v", err)
+	if err := m.Start(); err != nil {
+		t.Fatalf("embedtest: %v", err)
 	}
 }
 

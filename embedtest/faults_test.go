@@ -1,0 +1,207 @@
+package embedtest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// drainTimeout is how long etcd's own Close waits on open client streams
+// (its request timeout: 5 s + 2 elections). A stop that takes that long
+// waited on a drain that Halt and Kill must avoid.
+const drainTimeout = 6 * time.Second
+
+func TestLeaderHaltAndKillAreFastAndRecover(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		stop func(*embedtest.Member) error
+	}{
+		{"halt", (*embedtest.Member).Halt},
+		{"kill", (*embedtest.Member).Kill},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+			ctx := lgtest.Ctx(t)
+			lead, err := cl.Leader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cli := cl.Client(t)
+			if _, err := cli.Put(ctx, "k", "v1"); err != nil {
+				t.Fatal(err)
+			}
+			// An open watch stream on the leader is what made a stop
+			// wait for etcd's drain timeout.
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if wr := <-lgtest.MemberClient(t, cl, lead).Watch(wctx, "k", clientv3.WithCreatedNotify()); !wr.Created {
+				t.Fatalf("watch not created: %v", wr.Err())
+			}
+			start := time.Now()
+			if err := tc.stop(cl.Member(lead)); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			t.Logf("%s of the leader took %v", tc.name, took)
+			if took >= drainTimeout {
+				t.Fatalf("%s took %v: it waited on the drain", tc.name, took)
+			}
+			if err := tc.stop(cl.Member(lead)); err == nil {
+				t.Fatal("stopping a stopped member is no error")
+			}
+			next, err := cl.Leader(ctx)
+			if err != nil || next == lead {
+				t.Fatalf("new leader %d (old %d): %v", next, lead, err)
+			}
+			if _, err := cli.Put(ctx, "k", "v2"); err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Member(lead).Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Member(lead).Start(); err == nil {
+				t.Fatal("starting a running member is no error")
+			}
+			// The restarted member caught up: a linearizable read from it
+			// alone sees the write made while it was down.
+			one := lgtest.MemberClient(t, cl, lead)
+			resp, err := one.Get(ctx, "k")
+			if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v2" {
+				t.Fatalf("read from restarted member: %+v %v", resp, err)
+			}
+		})
+	}
+}
+
+func TestPartitionedLeaderLosesLeadershipAndCatchesUp(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	ctx := lgtest.Ctx(t)
+	lead, err := cl.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []int
+	for i := 0; i < 3; i++ {
+		if i != lead {
+			rest = append(rest, i)
+		}
+	}
+	cl.Partition(lead)
+	next, err := cl.LeaderAmong(ctx, rest...)
+	if err != nil || next == lead {
+		t.Fatalf("majority leader %d (old %d): %v", next, lead, err)
+	}
+	// The majority serves writes; the isolated member serves no
+	// linearizable read.
+	maj := lgtest.MemberClient(t, cl, rest[0])
+	if _, err := maj.Put(ctx, "k", "majority"); err != nil {
+		t.Fatal(err)
+	}
+	iso := lgtest.MemberClient(t, cl, lead)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = iso.Get(short, "k")
+	cancel()
+	if err == nil {
+		t.Fatal("the isolated member answered a linearizable read")
+	}
+	cl.Heal()
+	if _, err := cl.Leader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := iso.Get(ctx, "k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "majority" {
+		t.Fatalf("read from healed member: %+v %v", resp, err)
+	}
+}
+
+func TestClientProxyFaults(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	ctx := lgtest.Ctx(t)
+	cp := cl.ClientProxy(t)
+	cli := cp.Client(t)
+	direct := cl.Client(t)
+	if _, err := cli.Put(ctx, "k", "0"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("drop answers: the write applies, its answer never comes", func(t *testing.T) {
+		cp.DropAnswers()
+		defer cp.Heal()
+		// Watch for the write, so that the test waits on the event.
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wch := direct.Watch(wctx, "k", clientv3.WithRev(currentRev(t, direct)+1))
+		short, scancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Put(short, "k", "dropped-answer")
+		scancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("put through a proxy dropping answers: %v", err)
+		}
+		ev := <-wch
+		if len(ev.Events) != 1 || string(ev.Events[0].Kv.Value) != "dropped-answer" {
+			t.Fatalf("watch: %+v %v", ev, ev.Err())
+		}
+	})
+
+	t.Run("stall: the request is delivered late, on heal", func(t *testing.T) {
+		cp.Stall()
+		rev := currentRev(t, direct)
+		done := make(chan error, 1)
+		go func() { _, err := cli.Put(ctx, "k", "late"); done <- err }()
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wch := direct.Watch(wctx, "k", clientv3.WithRev(rev+1))
+		// Prove it is held: the direct client writes after it and its
+		// write is the first event.
+		if _, err := direct.Put(ctx, "k", "direct"); err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-wch; len(ev.Events) != 1 || string(ev.Events[0].Kv.Value) != "direct" {
+			t.Fatalf("first event: %+v", ev)
+		}
+		cp.Heal()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if ev := <-wch; len(ev.Events) != 1 || string(ev.Events[0].Kv.Value) != "late" {
+			t.Fatalf("second event: %+v", ev)
+		}
+	})
+
+	t.Run("cut and blackhole: nothing gets through, the cluster serves others", func(t *testing.T) {
+		for _, fault := range []func(){cp.Cut, cp.Blackhole} {
+			fault()
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := cli.Get(short, "k")
+			cancel()
+			if err == nil {
+				t.Fatal("read through a faulted proxy succeeded")
+			}
+			if _, err := direct.Get(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			cp.Heal()
+			if _, err := cli.Get(ctx, "k"); err != nil {
+				t.Fatalf("after heal: %v", err)
+			}
+		}
+	})
+}
+
+func currentRev(t *testing.T, cli *clientv3.Client) int64 {
+	t.Helper()
+	resp, err := cli.Get(lgtest.Ctx(t), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}

@@ -1,0 +1,289 @@
+package embedtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Proxy is a plain TCP relay on 127.0.0.1 in front of one address, with
+// faults: it can cut connections, hold bytes back (stall, delivered late on
+// Heal), delay them, or swallow them (blackhole, or only the answers).
+//
+// Every member of a Cluster has two: one in front of its client port (the
+// URL clients dial) and one in front of its peer port (the URL the other
+// members dial). Cluster.ClientProxy makes one more per client. Faults on a
+// member's peer proxy are set per sending member (Cluster.Partition,
+// Cluster.Link), which the proxy tells from the X-Server-From header etcd's
+// raft transport puts on every request.
+type Proxy struct {
+	l      net.Listener
+	target string
+	sniff  func(id uint64) int // peer proxies: member index of a raft sender ID
+
+	mu      sync.Mutex
+	down    bool          // the member behind it is stopped: refuse everything
+	all     fault         // fault for every sender
+	from    map[int]fault // fault per sending member (peer proxies)
+	conns   map[*relay]struct{}
+	changed chan struct{} // closed and replaced on every change
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// fault is what a proxy does to bytes. The zero fault passes them.
+type fault struct {
+	cut       bool          // close connections, refuse new ones
+	stall     bool          // hold bytes (both ways) until healed
+	blackhole bool          // swallow bytes both ways, connections stay open
+	dropBack  bool          // swallow answers (target to client) only
+	delay     time.Duration // deliver every chunk this late
+}
+
+func (f fault) merge(g fault) fault {
+	return fault{cut: f.cut || g.cut, stall: f.stall || g.stall, blackhole: f.blackhole || g.blackhole,
+		dropBack: f.dropBack || g.dropBack, delay: max(f.delay, g.delay)}
+}
+
+// relay is one proxied connection.
+type relay struct {
+	src          uint64 // raft ID of the sending member, 0 if unknown
+	client, upst net.Conn
+	once         sync.Once
+}
+
+func (r *relay) close() {
+	r.once.Do(func() {
+		_ = r.client.Close()
+		_ = r.upst.Close()
+	})
+}
+
+// NewProxy starts a proxy on a free 127.0.0.1 port relaying to target
+// (host:port). The caller must Close it.
+func NewProxy(target string) (*Proxy, error) {
+	return newProxy("127.0.0.1:0", target, nil)
+}
+
+func newProxy(addr, target string, sniff func(uint64) int) (*Proxy, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedtest: proxy listen: %w", err)
+	}
+	p := &Proxy{l: l, target: target, sniff: sniff, from: map[int]fault{}, conns: map[*relay]struct{}{}, changed: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
+
+// URL is the proxy's address as an http URL.
+func (p *Proxy) URL() string { return "http://" + p.Addr() }
+
+// Cut closes every connection through the proxy and refuses new ones, as if
+// the network between the two sides were gone: both sides see it at once.
+func (p *Proxy) Cut() { p.set(func() { p.all.cut = true }) }
+
+// Stall holds every byte, both ways, without closing anything: requests and
+// answers are delivered late, in order, on Heal.
+func (p *Proxy) Stall() { p.set(func() { p.all.stall = true }) }
+
+// Blackhole swallows every byte, both ways; connections stay open, so
+// neither side learns anything until its own timeouts fire.
+func (p *Proxy) Blackhole() { p.set(func() { p.all.blackhole = true }) }
+
+// DropAnswers delivers requests but swallows every answer: a write reaches
+// etcd and applies, and its client never hears of it.
+func (p *Proxy) DropAnswers() { p.set(func() { p.all.dropBack = true }) }
+
+// Delay delivers every chunk d late, both ways.
+func (p *Proxy) Delay(d time.Duration) { p.set(func() { p.all.delay = d }) }
+
+// Heal clears every fault of the proxy (not per-sender ones, see
+// Cluster.Heal) and delivers what a stall held.
+func (p *Proxy) Heal() { p.set(func() { p.all = fault{} }) }
+
+// Close stops the proxy and closes its connections.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	_ = p.l.Close()
+	p.set(func() {})
+	p.wg.Wait()
+}
+
+// set applies a change, closes the connections it cuts and wakes the pumps.
+func (p *Proxy) set(change func()) {
+	p.mu.Lock()
+	change()
+	var cut []*relay
+	for r := range p.conns {
+		if p.closed || p.faultLocked(r.src).cut {
+			cut = append(cut, r)
+		}
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	for _, r := range cut {
+		r.close()
+	}
+}
+
+func (p *Proxy) setDown(down bool) { p.set(func() { p.down = down }) }
+
+// faultLocked is the fault for a connection from the member with raft ID
+// src (0: unknown). IDs are mapped to members at every look, since a
+// member's ID is known only once it has started.
+func (p *Proxy) faultLocked(src uint64) fault {
+	f := p.all
+	if p.down {
+		f.cut = true
+	}
+	if src != 0 && p.sniff != nil {
+		if i := p.sniff(src); i >= 0 {
+			f = f.merge(p.from[i])
+		}
+	}
+	return f
+}
+
+// state is the fault for src and a channel closed at its next change.
+func (p *Proxy) state(src uint64) (fault, <-chan struct{}, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faultLocked(src), p.changed, p.closed
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// sniffTimeout bounds the wait for a peer request's header.
+const sniffTimeout = 10 * time.Second
+
+func (p *Proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	src, head := uint64(0), []byte(nil)
+	if p.sniff != nil {
+		src, head = p.sender(c)
+	}
+	if f, _, closed := p.state(src); f.cut || closed {
+		_ = c.Close()
+		return
+	}
+	u, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	r := &relay{src: src, client: c, upst: u}
+	p.mu.Lock()
+	if p.closed || p.faultLocked(src).cut {
+		p.mu.Unlock()
+		r.close()
+		return
+	}
+	p.conns[r] = struct{}{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pump(r, c, u, head, false) }()
+	go func() { defer wg.Done(); p.pump(r, u, c, nil, true) }()
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, r)
+	p.mu.Unlock()
+}
+
+// sender reads the first request's header off a peer connection and
+// returns the sending member's raft ID (0 if none is named) and the bytes
+// read.
+func (p *Proxy) sender(c net.Conn) (uint64, []byte) {
+	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
+	var first [1]byte
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		return 0, nil
+	}
+	if first[0] < 'A' || first[0] > 'Z' {
+		return 0, first[:] // not plain HTTP (a TLS handshake): no sender to read
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(first[0])
+	r := io.MultiReader(bytes.NewReader(first[:]), io.TeeReader(io.LimitReader(c, 64<<10), &buf))
+	req, err := http.ReadRequest(bufio.NewReader(r))
+	// The bufio.Reader may have read past the header: everything it took
+	// from c is in buf and is relayed as it was.
+	if err != nil {
+		return 0, buf.Bytes()
+	}
+	id, _ := strconv.ParseUint(req.Header.Get("X-Server-From"), 16, 64)
+	return id, buf.Bytes()
+}
+
+// pump copies one direction of r. back is the answer direction (target to
+// client).
+func (p *Proxy) pump(r *relay, from, to net.Conn, head []byte, back bool) {
+	defer r.close()
+	if len(head) > 0 && !p.deliver(r, to, head, back) {
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		if n > 0 && !p.deliver(r, to, buf[:n], back) {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// deliver writes b to `to` under the proxy's faults; false ends the relay.
+func (p *Proxy) deliver(r *relay, to net.Conn, b []byte, back bool) bool {
+	for {
+		f, changed, closed := p.state(r.src)
+		switch {
+		case closed || f.cut:
+			return false
+		case f.stall:
+			<-changed
+			continue
+		case f.blackhole || (back && f.dropBack):
+			return true
+		case f.delay > 0:
+			t := time.NewTimer(f.delay)
+			select {
+			case <-t.C:
+			case <-changed:
+				t.Stop()
+				continue
+			}
+		}
+		_, err := to.Write(b)
+		return err == nil
+	}
+}
