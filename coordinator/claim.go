@@ -28,6 +28,7 @@ import (
 // session's lease and returns the same grant.
 func (s *Session) Claim(ctx context.Context, tenant, task string) (Grant, error) {
 	g, _, err := s.claim(ctx, tenant, task)
+	s.c.metrics.outcome("claim", Granted, err)
 	return g, err
 }
 
@@ -102,6 +103,7 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 	for {
 		g, rev, err := s.claim(ctx, tenant, task)
 		if DispositionOf(err) != Busy {
+			s.c.metrics.outcome("claim", Granted, err)
 			return g, err
 		}
 		// cli's `run --wait` test waits for this line: keep the text.
@@ -109,6 +111,7 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 		if werr := s.waitDeleted(ctx, owner, rev+1); werr != nil {
 			e := err.(*Error)
 			e.Err = werr
+			s.c.metrics.outcome("claim", Granted, e)
 			return Grant{}, e
 		}
 	}

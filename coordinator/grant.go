@@ -89,6 +89,12 @@ func (g Grant) taskFields() []zap.Field {
 // cannot revive an expired lease: etcd answers a keepalive of a lease past
 // its TTL with "lease not found" once it revokes it.
 func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
+	err := c.renew(ctx, g)
+	c.metrics.outcome("renew", Renewed, err)
+	return err
+}
+
+func (c *Coordinator) renew(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("renew", "%v", err)
 	}
@@ -112,6 +118,12 @@ func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
 // so the released epoch is refused from then on. The lease is not revoked
 // (a session may hold other tasks on it).
 func (c *Coordinator) Release(ctx context.Context, g Grant) error {
+	err := c.release(ctx, g)
+	c.metrics.outcome("release", Released, err)
+	return err
+}
+
+func (c *Coordinator) release(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("release", "%v", err)
 	}

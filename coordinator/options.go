@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -17,6 +18,7 @@ type options struct {
 	requestTimeout  time.Duration
 	maxTxnOps       int
 	maxRequestBytes int
+	registerer      prometheus.Registerer // WithMetrics; nil: no metrics
 }
 
 // The defaults of New's limits. The Txn limits are etcd's own defaults

@@ -14,10 +14,11 @@ import (
 // Coordinator is leasegate's view of one etcd keyspace: its realm, its keys,
 // and the client to reach it. It is safe for concurrent use.
 type Coordinator struct {
-	client *clientv3.Client
-	keys   Keyspace
-	lg     *zap.Logger
-	opts   options
+	client  *clientv3.Client
+	keys    Keyspace
+	lg      *zap.Logger
+	opts    options
+	metrics *Metrics // nil without WithMetrics
 
 	mu       sync.Mutex
 	realm    string
@@ -46,7 +47,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 		Then: []clientv3.Op{clientv3.OpPut(realmKey, fresh)},
 		Else: c.realmReads()})
 	if err != nil {
-		return nil, err
+		return c.orNil(err)
 	}
 	if resp.Succeeded {
 		c.realm, c.realmRev = fresh, resp.Header.Revision
@@ -80,6 +81,7 @@ func Open(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordi
 
 func (c *Coordinator) orNil(err error) (*Coordinator, error) {
 	if err != nil {
+		c.metrics.unregister() // the caller may retry on the same registry
 		return nil, err
 	}
 	return c, nil
@@ -95,7 +97,15 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	if client == nil {
 		return nil, Invalid(op, "nil etcd client")
 	}
-	return &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}, nil
+	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
+	if o.registerer != nil {
+		m, err := newMetrics(o.registerer)
+		if err != nil {
+			return nil, Invalid(op, "%v", err)
+		}
+		c.metrics = m
+	}
+	return c, nil
 }
 
 // ancestorRealms are the realm keys of every keyspace the prefix would be

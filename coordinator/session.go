@@ -88,6 +88,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 		deadline: sent.Add(ttl - o.margin),
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	c.metrics.sessionRenewed(s, sent)
 	if o.keepAlive {
 		go s.keepAlive()
 	} else {
@@ -210,6 +211,7 @@ func (s *Session) stop(cause error) {
 		return
 	}
 	s.cancel(cause)
+	s.c.metrics.sessionEnded(s, sessionEndReason(cause, s.timer == nil))
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -248,6 +250,8 @@ func (s *Session) keepAlive() {
 			s.mu.Lock()
 			s.deadline = d
 			s.mu.Unlock()
+			s.c.metrics.sessionRenewed(s, sent)
+			s.c.metrics.Outcome("keepalive", Renewed)
 			deadline.Reset(time.Until(d))
 			next.Reset(interval)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
@@ -256,7 +260,21 @@ func (s *Session) keepAlive() {
 		default:
 			// etcd unreachable: keep trying until the local deadline.
 			s.lg.Debug("keepalive failed; retrying", zap.Error(err))
+			s.c.metrics.keepAliveFailed()
 			next.Reset(retry)
 		}
 	}
+}
+
+// sessionEndReason is the keepalive_failures_total reason of a session's
+// end: "" for a close, or for the planned end of a session without
+// keepalive.
+func sessionEndReason(cause error, keepAlive bool) string {
+	switch {
+	case cause == ErrSessionLeaseLost:
+		return "lease_lost"
+	case cause == ErrSessionDeadline && keepAlive:
+		return "deadline"
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -230,9 +231,11 @@ func (c *Coordinator) Txn(ctx context.Context, r TxnRequest) (*clientv3.TxnRespo
 	if err := c.checkTxn(r); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	err := c.do(ctx, req, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).If(r.If...).Then(r.Then...).Else(r.Else...).Commit()
 		return err
 	})
+	c.metrics.txn(r.Op, time.Since(start))
 	return resp, err
 }

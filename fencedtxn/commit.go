@@ -99,6 +99,18 @@ func WithMaxValueBytes(n int) CommitOption {
 // historical_retry; any other outcome is an error whose
 // coordinator.DispositionOf names it.
 func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant, in Intent, opts ...CommitOption) (Receipt, error) {
+	r, err := commit(ctx, c, g, in, opts)
+	if c != nil {
+		d := r.Disposition
+		if err != nil {
+			d = coordinator.DispositionOf(err)
+		}
+		c.Metrics().Outcome("commit", d)
+	}
+	return r, err
+}
+
+func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant, in Intent, opts []CommitOption) (Receipt, error) {
 	o := commitOptions{maxValue: DefaultMaxValueBytes}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
