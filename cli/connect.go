@@ -180,7 +180,7 @@ var errDialTimeout = errors.New("no connection within --dial-timeout")
 // a request that never left this process is authority_unavailable, never a
 // refusal. The returned close func closes the client; it does not revoke any
 // lease.
-func connect(ctx context.Context, c *cli.Context) (*coordinator.Coordinator, func(), error) {
+func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
 	g := globalsOf(c)
 	cfg := clientv3.Config{
 		Endpoints:   g.endpoints,
@@ -200,7 +200,7 @@ func connect(ctx context.Context, c *cli.Context) (*coordinator.Coordinator, fun
 	dctx, cancel := context.WithCancelCause(ctx)
 	ready := make(chan struct{})
 	go waitReady(dctx, client, g.dialTimeout, cancel, ready)
-	co, err := coordinator.New(dctx, client, coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg))
+	co, err := coordinator.New(dctx, client, append([]coordinator.Option{coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg)}, opts...)...)
 	cancel(nil)
 	<-ready
 	if err != nil {

@@ -39,12 +39,14 @@ ended it). With --wait, --wait-timeout bounds the wait: past it, run gives up
 with busy (exit 1) and never starts COMMAND.`,
 			"leasegate run --tenant acme --task invoices --owner worker-1 --ttl 10s -- ./billing-worker --once",
 			"leasegate run --tenant acme --task invoices --owner worker-2 --wait --wait-timeout 5m -- ./billing-worker",
+			"leasegate run --tenant acme --task invoices --owner worker-1 --metrics-addr 127.0.0.1:9464 -- ./billing-worker",
 			`leasegate run --tenant acme --task invoices --owner w2 --wait -- sh -c 'echo "$LEASEGATE_GRANT" | leasegate commit --grant - --operation op-1 --value paid --expected-version 0'`),
 		Flags: []cli.Flag{
 			tenantFlag("tenant of the task"), taskFlag("task to hold"), ownerFlag(), ttlFlag(10 * time.Second),
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the task is free instead of refusing with busy"},
 			&cli.DurationFlag{Name: "wait-timeout", Usage: "with --wait: give up (busy, exit 1) if the task is not free within this long; 0 waits until interrupted"},
 			&cli.DurationFlag{Name: "kill-after", Usage: "how long after SIGTERM the child's group gets SIGKILL", Value: 10 * time.Second},
+			metricsAddrFlag(),
 		},
 		Action: run,
 	}
@@ -110,9 +112,14 @@ func run(c *cli.Context) error {
 	g := globalsOf(c)
 	lg := g.lg.Named("run").With(zap.String("tenant", tenant), zap.String("task", task), zap.String("owner", owner))
 
+	metrics, stopMetrics, err := serveMetrics(c)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ctx, cancel := commandContext(c)
 	defer cancel()
-	co, done, err := connect(ctx, c)
+	co, done, err := connect(ctx, c, metrics...)
 	if err != nil {
 		return err
 	}

@@ -83,8 +83,9 @@ func watchCommand() *cli.Command {
 "claimed" for a new grant, "vacated" when an owner key goes (release, expiry,
 revocation). If etcd cuts the watch it re-lists and reports the difference.
 Runs until interrupted (Ctrl-C).`,
-			"leasegate watch --tenant acme", "leasegate -o json watch | jq -c ."),
-		Flags:  []cli.Flag{tenantFlag("only this tenant's tasks")},
+			"leasegate watch --tenant acme", "leasegate -o json watch | jq -c .",
+			"leasegate watch --metrics-addr 127.0.0.1:9464   # Prometheus metrics at http://127.0.0.1:9464/metrics"),
+		Flags:  []cli.Flag{tenantFlag("only this tenant's tasks"), metricsAddrFlag()},
 		Action: watch,
 	}
 }
@@ -97,8 +98,13 @@ func watch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	metrics, stopMetrics, err := serveMetrics(c)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	ctx, cancel := commandContext(c)
-	co, done, err := connect(ctx, c)
+	co, done, err := connect(ctx, c, metrics...)
 	cancel()
 	if err != nil {
 		return err
