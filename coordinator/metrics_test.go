@@ -83,11 +83,22 @@ func value(mfs map[string]*dto.MetricFamily, name string, labels ...string) floa
 	return -1
 }
 
+// series counts leasegate's series, leaving out the keepalive's, which
+// appear when the first keepalive happens to run.
 func series(mfs map[string]*dto.MetricFamily) int {
 	n := 0
 	for name, mf := range mfs {
-		if strings.HasPrefix(name, "leasegate_") {
-			n += len(mf.GetMetric())
+		if !strings.HasPrefix(name, "leasegate_") {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == "keepalive" {
+					continue next
+				}
+			}
+			n++
 		}
 	}
 	return n
