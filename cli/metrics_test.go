@@ -33,7 +33,7 @@ func TestMetricsAddr(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
 	}
-	for _, s := range []string{`leasegate_txn_duration_seconds_count{operation="new"} 1`, "leasegate_sessions 0", "go_goroutines "} {
+	for _, s := range []string{`leasegate_txn_duration_seconds_count{operation="new"}`, "leasegate_sessions 0", "go_goroutines "} {
 		if !strings.Contains(string(body), s) {
 			t.Errorf("scrape lacks %q:\n%s", s, body)
 		}

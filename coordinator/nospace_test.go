@@ -46,7 +46,7 @@ func TestNoSpace(t *testing.T) {
 	}
 
 	before := lgtest.Snap(t, cli, c.Keys().Prefix())
-	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "full", Operation: "op-1", Value: "v"})
+	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "full", Operation: "op-1", Value: []byte("v")})
 	lgtest.Want(t, err, coordinator.NoSpace)
 	if !errors.Is(err, coordinator.ErrNoSpace) || coordinator.NoSpace.Class() != coordinator.ClassUnavailable {
 		t.Fatalf("commit: %v; want ErrNoSpace, a hold", err)
