@@ -28,15 +28,15 @@ type provider struct {
 	preCalls     int
 	observeCalls int
 
-	dropResponse  bool                                   // apply, then lose the answer
-	refuse        *RefusedError                          // refuse definitely, applying nothing
-	noEvidence    bool                                   // answer success with no evidence
-	onApply       func(operation string)                 // runs inside Apply, before it applies
-	afterApply    func(operation string)                 // runs inside Apply, after it applied
-	observeScript []Outcome                              // outcomes Observe returns in turn (then the truth)
-	observeErr    error                                  // Observe fails
-	preBarrier    *barrier                               // Precondition waits here
-	observeHook   func(operation string) (Outcome, bool) // overrides Observe when ok
+	dropResponse  bool                   // apply, then lose the answer
+	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
+	refuse        *RefusedError          // refuse definitely, applying nothing
+	noEvidence    bool                   // answer success with no evidence
+	onApply       func(operation string) // runs inside Apply, before it applies
+	afterApply    func(operation string) // runs inside Apply, after it applied
+	observeScript []Outcome              // outcomes Observe returns in turn (then the truth)
+	observeErr    error                  // Observe fails
+	preBarrier    *barrier               // Precondition waits here
 }
 
 func newProvider(kind string) *provider {
@@ -76,6 +76,10 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 		p.mu.Unlock()
 		return Evidence{}, &r
 	}
+	if p.lostRequest {
+		p.mu.Unlock()
+		return Evidence{}, Ambiguous(context.DeadlineExceeded)
+	}
 	p.applied[operation]++ // the provider acts...
 	n := p.applied[operation]
 	drop, noEv := p.dropResponse, p.noEvidence
@@ -96,11 +100,6 @@ func (p *provider) Observe(ctx context.Context, e Effect, operation string) (Out
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.observeCalls++
-	if p.observeHook != nil {
-		if o, ok := p.observeHook(operation); ok {
-			return o, Evidence{}, nil
-		}
-	}
 	if p.observeErr != nil {
 		return Inconclusive, Evidence{}, p.observeErr
 	}

@@ -1,0 +1,283 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// The seed-003 incident, made harmless: the provider applied, its answer was
+// lost; the next owner reconciles against the provider's authority and
+// confirms the same operation — the provider applied it exactly once.
+func TestDroppedResponseIsReconciledNotRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "promote", promote("db-b"))
+	e.p.set(func(p *provider) { p.dropResponse = true })
+	rec, err := e.l.Dispatch(e.ctx, e.g, "promote")
+	if err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Confirmed || recs[0].Evidence.Empty() {
+		t.Fatalf("reconcile: %+v %v", recs, err)
+	}
+	if n := e.p.appliedCount("promote"); n != 1 {
+		t.Fatalf("provider applied %d times", n)
+	}
+	if _, apply, _ := e.p.calls(); apply != 1 {
+		t.Fatalf("%d Apply calls", apply)
+	}
+	_, js := e.journal("promote")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Confirmed)
+	if js[4].Epoch != g2.Epoch || js[4].By != StepReconcile {
+		t.Fatalf("confirmation %+v", js[4])
+	}
+}
+
+// The worker dies after the provider applied, before it could persist the
+// receipt: its confirmation Txn is refused, the record stays DISPATCHING,
+// and the next owner reconciles it.
+func TestWorkerStoppedBeforeReceiptIsReconciledByNextOwner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "promote", promote("db-b"))
+	e.p.set(func(p *provider) {
+		p.afterApply = func(string) { // the worker's lease ends while the answer travels back
+			if err := e.c.RevokeLease(context.Background(), e.g.Lease); err != nil {
+				t.Errorf("revoke: %v", err)
+			}
+		}
+	})
+	rec, err := e.l.Dispatch(e.ctx, e.g, "promote")
+	lgtest.Want(t, err, coordinator.ExpiredOwner)
+	if rec.State != Dispatching || rec.Epoch != e.g.Epoch {
+		t.Fatalf("after a refused confirmation: %+v", rec)
+	}
+	e.p.set(func(p *provider) { p.afterApply = nil })
+	s := lgtest.Session(t, e.c, "worker-b", 10*time.Second)
+	g2 := lgtest.Claim(t, s, tenant, task)
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
+		t.Fatalf("reconcile: %+v %v", recs, err)
+	}
+	if n := e.p.appliedCount("promote"); n != 1 {
+		t.Fatalf("provider applied %d times", n)
+	}
+	_, js := e.journal("promote")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Confirmed)
+}
+
+// Ownership moves while the provider call is in flight: the newer epoch
+// cannot cancel it, the old owner's confirmation is refused, and the next
+// owner resolves the operation.
+func TestOwnershipLostMidDispatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "promote", promote("db-b"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.p.set(func(p *provider) {
+		p.onApply = func(string) { close(entered); <-release }
+	})
+	type result struct {
+		rec Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rec, err := e.l.Dispatch(e.ctx, e.g, "promote")
+		done <- result{rec, err}
+	}()
+	lgtest.Wait(t, entered, "the dispatch to reach the provider")
+	g2 := e.takeover("worker-b")
+	// The new owner cannot claim the dispatch again while it is DISPATCHING.
+	_, err := e.l.Dispatch(e.ctx, g2, "promote")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+	close(release)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(lgtest.Timeout):
+		t.Fatal("dispatch did not return")
+	}
+	lgtest.Want(t, r.err, coordinator.StaleOwner)
+	if r.rec.State != Dispatching {
+		t.Fatalf("old owner's record %+v", r.rec)
+	}
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
+		t.Fatalf("reconcile: %+v %v", recs, err)
+	}
+	if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("promote") != 1 {
+		t.Fatalf("%d Apply calls", apply)
+	}
+}
+
+// A provider that stays pending keeps the record UNKNOWN (nothing written),
+// polled with a bounded backoff; once it settles, CONFIRMED.
+func TestPendingStaysUnknownThenConfirms(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var waits []time.Duration
+	e := newEnv(t, WithPolling(10*time.Millisecond, 25*time.Millisecond, 4),
+		WithSleep(func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+			return ctx.Err()
+		}))
+	e.authorized(e.g, "dns", promote("db-b"))
+	e.p.set(func(p *provider) {
+		p.dropResponse = true
+		p.observeScript = []Outcome{Pending, Pending, Pending, Pending, Pending, Pending} // then the truth: applied
+	})
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "dns"); err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	recs, err := e.l.Reconcile(e.ctx, e.g)
+	if err != nil || len(recs) != 1 || recs[0].State != Unknown {
+		t.Fatalf("reconcile while pending: %+v %v", recs, err)
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("pending wrote:\n%s", d)
+	}
+	mu.Lock()
+	if fmt.Sprint(waits) != "[10ms 20ms 25ms]" {
+		t.Fatalf("backoff waits %v", waits)
+	}
+	mu.Unlock()
+	recs, err = e.l.Reconcile(e.ctx, e.g) // two more pending, then settled
+	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
+		t.Fatalf("reconcile once settled: %+v %v", recs, err)
+	}
+	_, js := e.journal("dns")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Confirmed)
+}
+
+// Inconclusive past the bound goes to MANUAL_REVIEW; only an operator's
+// Resolve, with evidence, approver and why, moves it on.
+func TestInconclusiveGoesToManualReviewThenOperatorResolves(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, WithPolling(time.Millisecond, time.Millisecond, 3))
+	e.authorized(e.g, "op", promote("db-b"))
+	e.p.set(func(p *provider) { p.dropResponse, p.observeErr = true, errObserve })
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	recs, err := e.l.Reconcile(e.ctx, e.g)
+	if err != nil || len(recs) != 1 || recs[0].State != ManualReview {
+		t.Fatalf("reconcile: %+v %v", recs, err)
+	}
+	if _, _, obs := e.p.calls(); obs != 3 {
+		t.Fatalf("%d observations, want the bound 3", obs)
+	}
+	// Reconcile leaves MANUAL_REVIEW alone.
+	if recs, err := e.l.Reconcile(e.ctx, e.g); err != nil || len(recs) != 0 {
+		t.Fatalf("second reconcile: %+v %v", recs, err)
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	_, err = e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{}, "imani", "CloudTrail shows the promotion")
+	lgtest.Want(t, err, coordinator.InvalidInput) // CONFIRMED needs evidence
+	_, err = e.l.Resolve(e.ctx, e.g, "op", Dispatching, Evidence{}, "imani", "retry it")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("refused resolve wrote:\n%s", d)
+	}
+	ev := Evidence{ProviderIDs: []string{"cloudtrail-evt-42"}, Detail: json.RawMessage(`{"writer":"db-b"}`)}
+	rec, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, ev, "imani", "CloudTrail shows the promotion")
+	if err != nil || rec.State != Confirmed {
+		t.Fatalf("resolve: %+v %v", rec, err)
+	}
+	_, js := e.journal("op")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, ManualReview, Confirmed)
+	if last := js[5]; last.Approver != "imani" || last.By != StepResolve || last.Evidence == nil || last.Reason == "" {
+		t.Fatalf("resolution entry %+v", last)
+	}
+	_, err = e.l.Resolve(e.ctx, e.g, "op", Failed, ev, "imani", "changed my mind")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+}
+
+// "Not applied" is retried under the same operation id only where the
+// provider's contract makes that safe, within its retention, in the same world.
+func TestNotApplied(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		contract Contract
+		later    time.Duration // how long after the dispatch the reconcile runs
+		world    string
+		want     State
+	}{
+		{"retry-safe", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized},
+		{"retry-unsafe", Contract{RetrySafe: false, Retention: time.Hour}, time.Minute, "world-1", ManualReview},
+		{"past retention", Contract{RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-1", ManualReview},
+		{"no retention promised", Contract{RetrySafe: true}, time.Minute, "world-1", ManualReview},
+		{"world changed", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", Superseded},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			now := time.Date(2026, 11, 30, 2, 13, 24, 0, time.UTC)
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			e := newEnv(t, WithClock(clock))
+			e.p.set(func(p *provider) { p.contract, p.lostRequest = tc.contract, true })
+			e.authorized(e.g, "op", promote("db-b"))
+			if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
+				t.Fatalf("dispatch: %+v %v", rec, err)
+			}
+			mu.Lock()
+			now = now.Add(tc.later)
+			mu.Unlock()
+			e.p.set(func(p *provider) { p.lostRequest, p.world = false, tc.world })
+			g2 := e.takeover("worker-b")
+			recs, err := e.l.Reconcile(e.ctx, g2)
+			if err != nil || len(recs) != 1 || recs[0].State != tc.want {
+				t.Fatalf("reconcile: %+v %v", recs, err)
+			}
+			if tc.want != Authorized {
+				if _, apply, _ := e.p.calls(); apply != 1 {
+					t.Fatalf("%d Apply calls: a silent retry", apply)
+				}
+				return
+			}
+			rec, err := e.l.Dispatch(e.ctx, g2, "op")
+			if err != nil || rec.State != Confirmed || rec.Attempts != 2 || rec.Epoch != g2.Epoch {
+				t.Fatalf("retry: %+v %v", rec, err)
+			}
+			e.p.mu.Lock()
+			calls := fmt.Sprint(e.p.applyCalls)
+			e.p.mu.Unlock()
+			if want := fmt.Sprintf("[op@%d op@%d]", e.g.Epoch, g2.Epoch); calls != want {
+				t.Fatalf("apply calls %s, want %s (the same operation id)", calls, want)
+			}
+			_, js := e.journal("op")
+			wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Authorized, Dispatching, Confirmed)
+		})
+	}
+}
+
+func TestReconcileByStaleGrantObservesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	e.p.set(func(p *provider) { p.dropResponse = true })
+	if _, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil {
+		t.Fatal(err)
+	}
+	old := e.g
+	e.takeover("worker-b")
+	_, err := e.l.Reconcile(e.ctx, old)
+	lgtest.Want(t, err, coordinator.StaleOwner)
+	if _, _, obs := e.p.calls(); obs != 0 {
+		t.Fatalf("a stale reconcile observed %d times", obs)
+	}
+}

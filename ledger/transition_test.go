@@ -1,0 +1,224 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+var steps = []Step{StepPropose, StepAuthorize, StepReject, StepDispatch, StepSupersede, StepReconcile, StepResolve}
+
+// Every (from, to, step) the table does not hold is refused with
+// illegal_transition and writes nothing; every one it holds applies and
+// journals exactly one entry.
+func TestTransitionTableOverAllStatePairs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	from := append([]State{""}, States...)
+	seed := func(op string, st State) Record { // a record in state st, written as the ledger writes records
+		t.Helper()
+		rec := Record{Tenant: tenant, Task: task, Operation: op, State: st, Effect: promote("db-b"),
+			Precondition: Observation{Digest: "world-1", At: time.Now()}, Seq: 3}
+		if st == "" {
+			return rec
+		}
+		v, _ := json.Marshal(rec)
+		resp, err := e.c.Client().Put(e.ctx, e.c.Keys().Effect(tenant, task, op), string(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Revision = resp.Header.Revision
+		return rec
+	}
+	recs := map[State]Record{}
+	for i, st := range from {
+		recs[st] = seed(fmt.Sprintf("illegal-%d", i), st)
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	legal := 0
+	for _, f := range from {
+		for _, to := range States {
+			for _, by := range steps {
+				if Allowed(f, to, by) {
+					legal++
+					continue
+				}
+				_, err := e.l.apply(e.ctx, e.g, recs[f], change{to: to, by: by, reason: "test"})
+				if coordinator.DispositionOf(err) != coordinator.IllegalTransition {
+					t.Fatalf("%s -> %s by %s: %v, want illegal_transition", f, to, by, err)
+				}
+			}
+		}
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("illegal transitions wrote:\n%s", d)
+	}
+	if legal != len(table) {
+		t.Fatalf("%d legal (from, to, step) triples, table has %d edges (a duplicate?)", legal, len(table))
+	}
+	for i, edge := range table {
+		rec := seed(fmt.Sprintf("legal-%d", i), edge.From)
+		got, err := e.l.apply(e.ctx, e.g, rec, change{to: edge.To, by: edge.By, reason: "test"})
+		if err != nil || got.State != edge.To || got.Seq != rec.Seq+1 {
+			t.Fatalf("%+v: %+v %v", edge, got, err)
+		}
+		back, js, err := e.l.Record(e.ctx, tenant, task, rec.Operation)
+		if err != nil || back.State != edge.To || back.Revision != got.Revision || len(js) != 1 ||
+			js[0].From != edge.From || js[0].To != edge.To || js[0].Revision != got.Revision {
+			t.Fatalf("%+v: read back %+v %+v %v", edge, back, js, err)
+		}
+	}
+}
+
+// The public calls go through the table: each refuses a record in a state
+// its transition does not leave from, and writes nothing.
+func TestCallsRefuseRecordsInOtherStates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	if _, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil {
+		t.Fatal(err)
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	ev := Evidence{ProviderIDs: []string{"x"}}
+	for name, call := range map[string]func() error{
+		"authorize confirmed": func() error {
+			_, err := e.l.Authorize(e.ctx, e.g, "op", Approval{Approver: "d", ParamsDigest: "p", PreconditionDigest: "w"})
+			return err
+		},
+		"reject confirmed":   func() error { _, err := e.l.Reject(e.ctx, e.g, "op", "too late"); return err },
+		"dispatch confirmed": func() error { _, err := e.l.Dispatch(e.ctx, e.g, "op"); return err },
+		"resolve confirmed": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Failed, ev, "imani", "no")
+			return err
+		},
+		"dispatch missing": func() error { _, err := e.l.Dispatch(e.ctx, e.g, "nope"); return err },
+		"authorize missing": func() error {
+			_, err := e.l.Authorize(e.ctx, e.g, "nope", Approval{Approver: "d", ParamsDigest: "p", PreconditionDigest: "w"})
+			return err
+		},
+	} {
+		if err := call(); coordinator.DispositionOf(err) != coordinator.IllegalTransition {
+			t.Fatalf("%s: %v, want illegal_transition", name, err)
+		}
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("refused calls wrote:\n%s", d)
+	}
+}
+
+func TestRejectBeforeDispatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	rec, err := e.l.Reject(e.ctx, e.g, "op", "incident commander withdrew approval")
+	if err != nil || rec.State != Rejected {
+		t.Fatalf("reject: %+v %v", rec, err)
+	}
+	_, err = e.l.Dispatch(e.ctx, e.g, "op")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+	if _, apply, _ := e.p.calls(); apply != 0 {
+		t.Fatal("a rejected operation reached Apply")
+	}
+	_, js := e.journal("op")
+	wantStates(t, js, Proposed, Authorized, Rejected)
+}
+
+func TestInvalidInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pre := Observation{Digest: "w", At: time.Now()}
+	bad := []struct {
+		name string
+		call func() error
+	}{
+		{"operation with a space", func() error { _, err := e.l.Propose(e.ctx, e.g, "op 1", promote("db-b"), pre); return err }},
+		{"params not JSON", func() error {
+			eff := promote("db-b")
+			eff.Params = json.RawMessage(`{"a":`)
+			_, err := e.l.Propose(e.ctx, e.g, "op", eff, pre)
+			return err
+		}},
+		{"no adapter for the kind", func() error {
+			eff := promote("db-b")
+			eff.Kind = "dns"
+			_, err := e.l.Propose(e.ctx, e.g, "op", eff, pre)
+			return err
+		}},
+		{"precondition without time", func() error {
+			_, err := e.l.Propose(e.ctx, e.g, "op", promote("db-b"), Observation{Digest: "w"})
+			return err
+		}},
+		{"no policy", func() error {
+			eff := promote("db-b")
+			eff.Policy = ""
+			_, err := e.l.Propose(e.ctx, e.g, "op", eff, pre)
+			return err
+		}},
+		{"grant without epoch", func() error {
+			g := e.g
+			g.Epoch = 0
+			_, err := e.l.Dispatch(e.ctx, g, "op")
+			return err
+		}},
+		{"reject without reason", func() error { _, err := e.l.Reject(e.ctx, e.g, "op", ""); return err }},
+		{"resolve without why", func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Superseded, Evidence{}, "imani", "")
+			return err
+		}},
+		{"resolve to no state", func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", "DONE", Evidence{}, "imani", "why")
+			return err
+		}},
+	}
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	for _, b := range bad {
+		if err := b.call(); coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Fatalf("%s: %v, want invalid_input", b.name, err)
+		}
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("invalid input wrote:\n%s", d)
+	}
+	for _, opt := range []Option{WithAdapters(nil), WithPolling(0, time.Second, 1), WithPolling(time.Second, time.Millisecond, 1),
+		WithPolling(time.Millisecond, time.Second, 0), WithClock(nil), WithSleep(nil), WithLogger(nil), WithRecordTimeout(0)} {
+		if _, err := New(e.c, opt); coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Fatalf("New with a bad option: %v", err)
+		}
+	}
+	if _, err := New(e.c, WithAdapters(newProvider("k"), newProvider("k"))); coordinator.DispositionOf(err) != coordinator.InvalidInput {
+		t.Fatalf("two adapters of one kind: %v", err)
+	}
+}
+
+func TestDigestIsCanonicalAndInjective(t *testing.T) {
+	t.Parallel()
+	base := Effect{Kind: "k", Target: "t", Params: json.RawMessage(`{"a":1,"b":[1,2]}`), Policy: "p"}
+	same := Effect{Kind: "k", Target: "t", Params: json.RawMessage(" {\"b\":[1, 2],\n \"a\":1} "), Policy: "p"}
+	d0, _ := Digest(base)
+	if d1, _ := Digest(same); d1 != d0 {
+		t.Fatal("the same parameters written differently have different digests")
+	}
+	seen := map[string]string{d0: "base"}
+	for name, e := range map[string]Effect{
+		"kind":        {Kind: "kt", Target: "", Params: base.Params, Policy: "p"},
+		"target":      {Kind: "k", Target: "t2", Params: base.Params, Policy: "p"},
+		"params":      {Kind: "k", Target: "t", Params: json.RawMessage(`{"a":1.0,"b":[1,2]}`), Policy: "p"},
+		"policy":      {Kind: "k", Target: "t", Params: base.Params, Policy: "p2"},
+		"no params":   {Kind: "k", Target: "t", Policy: "p"},
+		"null params": {Kind: "k", Target: "tnull", Policy: "p"},
+	} {
+		d, err := Digest(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, dup := seen[d]; dup {
+			t.Fatalf("%s and %s share a digest", name, prev)
+		}
+		seen[d] = name
+	}
+}
