@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,10 +33,12 @@ type provider struct {
 	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
 	refuse        *RefusedError          // refuse definitely, applying nothing
 	noEvidence    bool                   // answer success with no evidence
+	hugeEvidence  bool                   // answer success with evidence past MaxDetailBytes
 	onApply       func(operation string) // runs inside Apply, before it applies
 	afterApply    func(operation string) // runs inside Apply, after it applied
 	observeScript []Outcome              // outcomes Observe returns in turn (then the truth)
 	observeErr    error                  // Observe fails
+	observeBare   bool                   // Observe says applied but shows no evidence
 	preBarrier    *barrier               // Precondition waits here
 }
 
@@ -82,7 +85,7 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 	}
 	p.applied[operation]++ // the provider acts...
 	n := p.applied[operation]
-	drop, noEv := p.dropResponse, p.noEvidence
+	drop, noEv, huge := p.dropResponse, p.noEvidence, p.hugeEvidence
 	p.mu.Unlock()
 	if afterApply != nil {
 		afterApply(operation)
@@ -92,6 +95,8 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 		return Evidence{}, Ambiguous(context.DeadlineExceeded)
 	case noEv:
 		return Evidence{}, nil
+	case huge:
+		return Evidence{Detail: json.RawMessage(`"` + strings.Repeat("x", MaxDetailBytes) + `"`)}, nil
 	}
 	return Evidence{ProviderIDs: []string{fmt.Sprintf("req-%s-%d", operation, n)}}, nil
 }
@@ -109,6 +114,9 @@ func (p *provider) Observe(ctx context.Context, e Effect, operation string) (Out
 		if o != Applied {
 			return o, Evidence{}, nil
 		}
+	}
+	if p.applied[operation] > 0 && p.observeBare {
+		return Applied, Evidence{}, nil
 	}
 	if p.applied[operation] > 0 {
 		return Applied, Evidence{ProviderIDs: []string{"observed-" + operation}}, nil

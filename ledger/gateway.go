@@ -210,6 +210,14 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 // only for a definite refusal with evidence, UNKNOWN otherwise.
 func (l *Ledger) outcomeOfApply(ev Evidence, err error) change {
 	var refused *RefusedError
+	if bad := checkEvidence(ev); err == nil && bad != nil {
+		return change{to: Unknown, by: StepDispatch, reason: "provider answered with unusable evidence: " + truncate(bad.Error())}
+	}
+	if errors.As(err, &refused) {
+		if bad := checkEvidence(refused.Evidence); bad != nil {
+			return change{to: Unknown, by: StepDispatch, reason: "provider refused with unusable evidence: " + truncate(bad.Error())}
+		}
+	}
 	switch {
 	case err == nil && !ev.Empty():
 		return change{to: Confirmed, by: StepDispatch, reason: "provider applied", evidence: l.stamped(ev)}
@@ -221,7 +229,7 @@ func (l *Ledger) outcomeOfApply(ev Evidence, err error) change {
 		return change{to: Unknown, by: StepDispatch, reason: "provider refused without evidence: " + refused.Reason}
 	}
 	ch := change{to: Unknown, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}
-	if !ev.Empty() {
+	if !ev.Empty() && checkEvidence(ev) == nil {
 		ch.evidence = l.stamped(ev)
 	}
 	return ch
@@ -241,7 +249,8 @@ func (l *Ledger) Revalidate(ctx context.Context, g coordinator.Grant, operation 
 		return false, Observation{}, err
 	}
 	if rec.State == "" {
-		return false, Observation{}, l.illegal(op, g, rec, "", "")
+		return false, Observation{}, coordinator.Refusal(coordinator.IllegalTransition, op, g.Tenant, g.Task,
+			fmt.Sprintf("no operation %q is recorded", operation))
 	}
 	ad, ok := l.adapters[rec.Effect.Kind]
 	if !ok {

@@ -206,6 +206,7 @@ func TestApplyAnswers(t *testing.T) {
 		}, Failed, true},
 		{"refusal without evidence", func(p *provider) { p.refuse = &RefusedError{Reason: "no"} }, Unknown, false},
 		{"success without evidence", func(p *provider) { p.noEvidence = true }, Unknown, false},
+		{"success with evidence too large", func(p *provider) { p.hugeEvidence = true }, Unknown, false},
 		{"response lost after applying", func(p *provider) { p.dropResponse = true }, Unknown, false},
 	}
 	for _, tc := range cases {

@@ -96,6 +96,10 @@ func TestOwnershipLostMidDispatch(t *testing.T) {
 		done <- result{rec, err}
 	}()
 	lgtest.Wait(t, entered, "the dispatch to reach the provider")
+	// The owner's own Reconcile leaves its in-flight dispatch alone.
+	if recs, err := e.l.Reconcile(e.ctx, e.g); err != nil || len(recs) != 0 {
+		t.Fatalf("reconcile by the dispatching owner: %+v %v", recs, err)
+	}
 	g2 := e.takeover("worker-b")
 	// The new owner cannot claim the dispatch again while it is DISPATCHING.
 	_, err := e.l.Dispatch(e.ctx, g2, "promote")
@@ -166,9 +170,20 @@ func TestPendingStaysUnknownThenConfirms(t *testing.T) {
 // Resolve, with evidence, approver and why, moves it on.
 func TestInconclusiveGoesToManualReviewThenOperatorResolves(t *testing.T) {
 	t.Parallel()
+	t.Run("observe fails", func(t *testing.T) {
+		t.Parallel()
+		testManualReview(t, func(p *provider) { p.observeErr = errObserve })
+	})
+	t.Run("applied without evidence", func(t *testing.T) {
+		t.Parallel()
+		testManualReview(t, func(p *provider) { p.observeBare = true })
+	})
+}
+
+func testManualReview(t *testing.T, fault func(p *provider)) {
 	e := newEnv(t, WithPolling(time.Millisecond, time.Millisecond, 3))
 	e.authorized(e.g, "op", promote("db-b"))
-	e.p.set(func(p *provider) { p.dropResponse, p.observeErr = true, errObserve })
+	e.p.set(func(p *provider) { p.dropResponse = true; fault(p) })
 	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
 		t.Fatalf("dispatch: %+v %v", rec, err)
 	}

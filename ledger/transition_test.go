@@ -57,6 +57,11 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
 		t.Fatalf("illegal transitions wrote:\n%s", d)
 	}
+	for _, edge := range table {
+		if (edge.By == StepResolve) != (edge.From == ManualReview) {
+			t.Fatalf("%+v: an operator resolves MANUAL_REVIEW, and only an operator does", edge)
+		}
+	}
 	if legal != len(table) {
 		t.Fatalf("%d legal (from, to, step) triples, table has %d edges (a duplicate?)", legal, len(table))
 	}
@@ -82,6 +87,11 @@ func TestCallsRefuseRecordsInOtherStates(t *testing.T) {
 	e.authorized(e.g, "op", promote("db-b"))
 	if _, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil {
 		t.Fatal(err)
+	}
+	e.authorized(e.g, "unknown", promote("db-b"))
+	e.p.set(func(p *provider) { p.dropResponse = true })
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "unknown"); err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: %+v %v", rec, err)
 	}
 	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	ev := Evidence{ProviderIDs: []string{"x"}}
