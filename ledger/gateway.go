@@ -120,7 +120,7 @@ func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation s
 		return rec, nil
 	}
 	if !Allowed(rec.State, Authorized, StepAuthorize) {
-		return rec, l.illegal(op, g, rec, Authorized, "")
+		return rec, l.refuse(Authorized, l.illegal(op, g, rec, Authorized, ""))
 	}
 	switch {
 	case a.ParamsDigest != rec.ParamsDigest:
@@ -175,7 +175,7 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 		return rec, err
 	}
 	if !Allowed(rec.State, Dispatching, StepDispatch) {
-		return rec, l.illegal(op, g, rec, Dispatching, "")
+		return rec, l.refuse(Dispatching, l.illegal(op, g, rec, Dispatching, ""))
 	}
 	ad, ok := l.adapters[rec.Effect.Kind]
 	if !ok {
@@ -346,13 +346,20 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 		return nil, err
 	}
 	var out []Record
+	count := map[State]int{}
 	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
 		rec, _, err := decodeRecord([]*mvccpb.KeyValue{kv})
 		if err != nil {
 			return nil, err
 		}
+		count[rec.State]++
 		if state == "" || rec.State == state {
 			out = append(out, rec)
+		}
+	}
+	if tenant == "" && task == "" { // the whole ledger: the gauge of records by state
+		for _, st := range States {
+			l.c.Metrics().LedgerRecords(string(st), count[st])
 		}
 	}
 	return out, nil

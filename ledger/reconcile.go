@@ -86,6 +86,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			last, lastDetail = Inconclusive, "provider says applied but shows no evidence"
 			continue
 		case outcome == Applied:
+			l.c.Metrics().ReconcilerAction("confirmed")
 			return l.apply(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
 				reason: "provider's authority shows it applied", evidence: l.stamped(ev)})
 		case outcome == NotApplied:
@@ -94,6 +95,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 		last, lastDetail = outcome, ""
 	}
 	if last == Pending {
+		l.c.Metrics().ReconcilerAction("pending")
 		l.lg.Info("still pending", l.fields(g, rec.Operation)...)
 		return rec, nil
 	}
@@ -101,6 +103,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 	if lastDetail != "" {
 		reason += ": " + lastDetail
 	}
+	l.c.Metrics().ReconcilerAction("manual_review")
 	return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
 }
 
@@ -112,18 +115,23 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	}
 	c := ad.Contract()
 	age := l.now().Sub(rec.DispatchedAt)
+	m := l.c.Metrics()
 	switch {
 	case !c.RetrySafe:
+		m.ReconcilerAction("manual_review")
 		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: "provider shows it not applied, but its contract does not make a retry under the same id safe"})
 	case c.Retention <= 0 || rec.DispatchedAt.IsZero() || age >= c.Retention:
+		m.ReconcilerAction("manual_review")
 		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
 	}
 	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
+		m.ReconcilerAction("superseded")
 		return l.apply(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", short(rec.Precondition.Digest), short(now.Digest))})
 	}
+	m.ReconcilerAction("retried")
 	return l.apply(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
 }

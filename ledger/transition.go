@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -111,6 +112,18 @@ type change struct {
 // ModRevision (CreateRevision 0 for a new one), then the new record and its
 // journal entry. A transition the table forbids is refused before any I/O.
 func (l *Ledger) apply(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+	out, err := l.transition(ctx, g, rec, ch)
+	if !errors.Is(err, errExists) {
+		d := coordinator.DispositionOf(err)
+		if err == nil {
+			d = coordinator.Committed
+		}
+		l.c.Metrics().LedgerTransition(string(ch.to), d)
+	}
+	return out, err
+}
+
+func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
 	op := string(ch.by)
 	if !Allowed(rec.State, ch.to, ch.by) {
 		return rec, l.illegal(op, g, rec, ch.to, "")
@@ -184,7 +197,13 @@ func (l *Ledger) apply(ctx context.Context, g coordinator.Grant, rec Record, ch 
 }
 
 // errExists is apply's answer to a create whose record already exists.
-var errExists = fmt.Errorf("ledger: record exists")
+var errExists = errors.New("ledger: record exists")
+
+// refuse counts a transition to to that a call refused before trying it.
+func (l *Ledger) refuse(to State, err error) error {
+	l.c.Metrics().LedgerTransition(string(to), coordinator.DispositionOf(err))
+	return err
+}
 
 func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, more string) error {
 	from := rec.State
