@@ -1,0 +1,338 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// DefaultTrials matches the seed's 1,200 fault-injection trials per design.
+const DefaultTrials = 1200
+
+// Option configures Run.
+type Option func(*config) error
+
+type config struct {
+	Trials   int
+	Seed     uint64
+	Parallel int
+	Designs  []Design
+	Prefix   string
+	Replay   int // -1: no replay
+	Logger   *zap.Logger
+	Progress func()
+}
+
+// WithTrials sets the number of trials per design (default DefaultTrials).
+func WithTrials(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > 1_000_000 {
+			return fmt.Errorf("trials %d out of range 1..1000000", n)
+		}
+		c.Trials = n
+		return nil
+	}
+}
+
+// WithSeed sets the seed every trial's faults and timings derive from.
+func WithSeed(s uint64) Option {
+	return func(c *config) error { c.Seed = s; return nil }
+}
+
+// WithParallel sets how many trials run at once (default 16).
+func WithParallel(p int) Option {
+	return func(c *config) error {
+		if p < 1 || p > 1024 {
+			return fmt.Errorf("parallel %d out of range 1..1024", p)
+		}
+		c.Parallel = p
+		return nil
+	}
+}
+
+// WithDesigns sets which designs run (default both, fenced first).
+func WithDesigns(ds ...Design) Option {
+	return func(c *config) error {
+		if len(ds) == 0 {
+			return errors.New("no design")
+		}
+		for _, d := range ds {
+			if d != Fenced && d != Naive {
+				return fmt.Errorf("design %q: use %s or %s", d, Fenced, Naive)
+			}
+		}
+		c.Designs = ds
+		return nil
+	}
+}
+
+// WithPrefix sets the key prefix the run works under (it must be the
+// run's own: it is deleted by Cleanup).
+func WithPrefix(p string) Option {
+	return func(c *config) error {
+		if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
+			return fmt.Errorf("prefix %q must start with '/' and not end with one", p)
+		}
+		c.Prefix = p
+		return nil
+	}
+}
+
+// WithReplay runs only trial n, keeping its trajectory in the report.
+func WithReplay(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("replay trial %d is negative", n)
+		}
+		c.Replay = n
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default zap.NewNop()).
+func WithLogger(lg *zap.Logger) Option {
+	return func(c *config) error {
+		if lg == nil {
+			return errors.New("nil logger")
+		}
+		c.Logger = lg
+		return nil
+	}
+}
+
+// WithProgress calls f after every trial (from any goroutine).
+func WithProgress(f func()) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("nil progress func")
+		}
+		c.Progress = f
+		return nil
+	}
+}
+
+// Report is the outcome of a drill: the fixtures, each design's scores,
+// and whether the drill passed.
+type Report struct {
+	Fixtures []FixtureResult          `json:"fixtures"`
+	Designs  map[Design]*DesignReport `json:"designs"`
+	Pass     bool                     `json:"pass"`
+	// Replayed holds the replayed trial's trajectories, by design.
+	Replayed []*Trajectory `json:"-"`
+	// Why says which pass condition failed ("" when it passed).
+	Why string `json:"-"`
+}
+
+// DesignReport is one design's scores over every trial.
+type DesignReport struct {
+	Trials          int               `json:"trials"`
+	TotalViolations int               `json:"total_violations"`
+	Violations      map[Grader]int    `json:"violations"`
+	Faults          map[FaultKind]int `json:"faults"`
+	// UnknownOperations went UNKNOWN; Reconciled of them ended CONFIRMED
+	// or SUPERSEDED on the provider's evidence; ManualReview ended there.
+	UnknownOperations int     `json:"unknown_operations"`
+	Reconciled        int     `json:"reconciled"`
+	ManualReview      int     `json:"manual_review"`
+	Seconds           float64 `json:"seconds"`
+	// RefusedAtGateway counts stale requests the gateway refused, and
+	// FirstViolation the first trial each grader flagged (for --replay).
+	RefusedAtGateway int            `json:"-"`
+	FirstViolation   map[Grader]int `json:"-"`
+}
+
+// runner is one drill run.
+type runner struct {
+	cfg   config
+	coord *coordinator.Coordinator
+}
+
+func (r *runner) tenant(d Design) string { return "drill-" + string(d) }
+
+// Run runs the fixtures and the trials against the etcd cluster client
+// reaches, under the run's prefix, and grades every trajectory. An error
+// means the drill could not run (etcd unreachable, say): no report is a
+// pass. It does not delete the prefix: call Cleanup.
+func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report, error) {
+	cfg := config{Trials: DefaultTrials, Parallel: 16, Designs: []Design{Fenced, Naive}, Prefix: "/leasegate-drill",
+		Replay: -1, Logger: zap.NewNop(), Progress: func() {}}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, coordinator.Invalid("drill", "%v", err)
+		}
+	}
+	if client == nil {
+		return nil, coordinator.Invalid("drill", "nil etcd client")
+	}
+	lg := cfg.Logger.Named("drill")
+	fixtures, err := RunFixtures(ctx, client, cfg.Prefix+"/fixtures", lg)
+	if err != nil {
+		return nil, fmt.Errorf("drill: fixtures: %w", err)
+	}
+	coord, err := coordinator.New(ctx, client, coordinator.WithPrefix(cfg.Prefix+"/trials"), coordinator.WithLogger(lg))
+	if err != nil {
+		return nil, fmt.Errorf("drill: %w", err)
+	}
+	r := &runner{cfg: cfg, coord: coord}
+	rep := &Report{Fixtures: fixtures, Designs: map[Design]*DesignReport{}}
+	for _, d := range cfg.Designs {
+		dr, trajs, err := r.runDesign(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		rep.Designs[d] = dr
+		rep.Replayed = append(rep.Replayed, trajs...)
+	}
+	rep.Pass, rep.Why = verdict(rep)
+	return rep, nil
+}
+
+// verdict: every fixture passes, the fenced design scores zero, and the
+// naive design is caught by at least two graders.
+func verdict(rep *Report) (bool, string) {
+	for _, f := range rep.Fixtures {
+		if !f.Pass {
+			return false, fmt.Sprintf("fixture %q: expected %s, observed %s", f.Name, f.Expected, f.Observed)
+		}
+	}
+	if f, ok := rep.Designs[Fenced]; ok && f.TotalViolations > 0 {
+		return false, fmt.Sprintf("the fenced design has %d violations", f.TotalViolations)
+	}
+	if n, ok := rep.Designs[Naive]; ok {
+		caught := 0
+		for _, c := range n.Violations {
+			if c > 0 {
+				caught++
+			}
+		}
+		if caught < 2 {
+			return false, fmt.Sprintf("the naive design is caught by %d graders; at least 2 needed (faults that never bite prove nothing)", caught)
+		}
+	}
+	return true, ""
+}
+
+// runDesign runs every trial of one design, Parallel at a time.
+func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Trajectory, error) {
+	start := time.Now()
+	trials := make([]int, 0, r.cfg.Trials)
+	if r.cfg.Replay >= 0 {
+		trials = append(trials, r.cfg.Replay)
+	} else {
+		for i := 0; i < r.cfg.Trials; i++ {
+			trials = append(trials, i)
+		}
+	}
+	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
+	for _, g := range Graders {
+		dr.Violations[g] = 0
+	}
+	for _, k := range FaultKinds {
+		dr.Faults[k] = 0
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		kept     []*Trajectory
+		wg       sync.WaitGroup
+		next     = make(chan int)
+	)
+	for range min(r.cfg.Parallel, len(trials)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for trial := range next {
+				traj, errs := r.runTrial(ctx, d, trial)
+				mu.Lock()
+				if len(errs) > 0 && firstErr == nil {
+					firstErr = fmt.Errorf("drill: %s trial %d: %w", d, trial, errors.Join(errs...))
+				}
+				dr.add(traj)
+				if r.cfg.Replay >= 0 {
+					kept = append(kept, traj)
+				}
+				mu.Unlock()
+				r.cfg.Progress()
+			}
+		}()
+	}
+	for _, t := range trials {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = fmt.Errorf("drill: %w", context.Cause(ctx))
+	}
+	dr.Seconds = time.Since(start).Seconds()
+	return dr, kept, firstErr
+}
+
+// add scores one trajectory.
+func (dr *DesignReport) add(t *Trajectory) {
+	dr.Trials++
+	for _, v := range Grade(t) {
+		if _, seen := dr.FirstViolation[v.Grader]; !seen || t.Trial < dr.FirstViolation[v.Grader] {
+			dr.FirstViolation[v.Grader] = t.Trial
+		}
+		dr.Violations[v.Grader]++
+		dr.TotalViolations++
+	}
+	fired := map[FaultKind]bool{}
+	last := map[string]string{}
+	unknown := map[string]bool{}
+	var ops []string
+	for _, e := range t.Events {
+		switch e.Kind {
+		case KindFault:
+			fired[FaultKind(e.Effect)] = true
+		case KindRefused:
+			dr.RefusedAtGateway++
+		case KindTransition:
+			k := opKey(e)
+			if _, ok := last[k]; !ok {
+				ops = append(ops, k)
+			}
+			last[k] = e.To
+			if e.To == "UNKNOWN" {
+				unknown[k] = true
+			}
+		}
+	}
+	for k := range fired {
+		dr.Faults[k]++
+	}
+	for _, op := range ops {
+		if unknown[op] {
+			dr.UnknownOperations++
+			switch last[op] {
+			case "CONFIRMED", "SUPERSEDED":
+				dr.Reconciled++
+			}
+		}
+		if last[op] == "MANUAL_REVIEW" {
+			dr.ManualReview++
+		}
+	}
+}
+
+// Cleanup deletes everything under the run's prefix.
+func Cleanup(ctx context.Context, client *clientv3.Client, prefix string) error {
+	if _, err := client.Delete(ctx, prefix+"/", clientv3.WithPrefix()); err != nil {
+		return fmt.Errorf("drill: clean up %s: %w", prefix, err)
+	}
+	return nil
+}

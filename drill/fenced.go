@@ -1,0 +1,8 @@
+package drill
+
+func (wk *worker) runFenced() {
+	if !wk.acquire() {
+		return
+	}
+	wk.release()
+}

@@ -1,0 +1,315 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Design is one recovery design the drill runs.
+type Design string
+
+// The designs.
+const (
+	// Fenced: stable operation ids, the effect ledger's gateway with the
+	// fence, reconciliation against the provider, revalidation before the
+	// traffic change, promotion and traffic as separate operations.
+	Fenced Design = "fenced"
+	// Naive: the incident's design — a fresh request key per attempt, no
+	// fence at the gateway, the checkpoint trusted as present truth,
+	// promotion and traffic as one coarse step.
+	Naive Design = "naive"
+)
+
+// Simulated-time constants of the scenario.
+const (
+	// simLeaseTTL is how long after a worker's last heartbeat its lease
+	// expires (simulated; the drill then revokes the real etcd lease).
+	simLeaseTTL = 10 * time.Second
+	// trialLimit is when the simulated world stops.
+	trialLimit = 30 * time.Minute
+	// sessionTTL is the real etcd lease TTL of a worker's session. Workers
+	// do not keep it alive (a trial lasts well under it in real time); a
+	// simulated expiry revokes it.
+	sessionTTL = 60 * time.Second
+	// claimRetry is how often a standby worker tries the task again.
+	claimRetry = 2 * time.Second
+)
+
+// world is one trial: the simulated clock and providers, the fault plan,
+// and the workers.
+type world struct {
+	ctx     context.Context
+	run     *runner
+	design  Design
+	trial   int
+	task    string
+	s       *sim
+	topo    *Topology
+	dns     *DNS
+	audit   *Audit
+	plan    plan
+	traj    *Trajectory
+	closed  bool // the incident is closed: a worker verified traffic follows the writer
+	workers []*worker
+	history naiveHistory
+	errs    []error
+	// replacement is started once (on takeover, or as the standby).
+	replacement bool
+}
+
+// worker is one simulated worker process; its ownership is real etcd.
+type worker struct {
+	w          *world
+	name       string
+	build      string
+	a          *actor
+	sess       *coordinator.Session
+	grant      coordinator.Grant
+	first      bool // the first worker: the one faults stop
+	staleCache bool // its first topology read comes from a stale cache
+	cacheUsed  bool
+	failed     bool // a worker fault fired on it
+}
+
+// trialSeed derives a trial's RNG from the run's seed and the trial
+// number: a trial replays alone, in any order, in either design.
+func trialRNG(seed uint64, trial int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(trial)*0x9e3779b97f4a7c15+1))
+}
+
+// runTrial runs one trial of one design and returns its trajectory.
+func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Trajectory, []error) {
+	rng := trialRNG(r.cfg.Seed, trial)
+	p := newPlan(rng)
+	traj := &Trajectory{Trial: trial, Design: design, Original: clusterPrimary}
+	s := newSim(rng, traj)
+	audit := &Audit{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
+	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: fmt.Sprintf("incident-%d", trial), s: s,
+		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj}
+	w.dns.longDelay = p.dnsLong
+	switch p.dropOn {
+	case "promote":
+		w.topo.dropNext = true
+	case "traffic":
+		w.dns.dropNext = true
+	}
+	if p.dnsLong {
+		traj.add(Event{Kind: KindFault, Actor: "route53", Effect: string(FaultDNSPendingLong), Detail: "changes stay PENDING for minutes"})
+	}
+	if p.operatorEdit {
+		s.at(p.operatorAt, "operator edits the record", func() {
+			if w.closed {
+				return
+			}
+			traj.add(Event{At: s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultOperatorEdit), Value: maintenance,
+				Detail: "points the record at the maintenance page by hand"})
+			w.dns.operatorSet(maintenance)
+		})
+	}
+	w.spawnWorker("worker-a", "v1", 0, true)
+	if p.workerFault == "" {
+		w.spawnReplacement(p.standbyAt)
+	}
+	s.run(trialLimit)
+	traj.FinalWriter, traj.FinalTraffic = w.topo.writer, w.dns.value
+	for _, wk := range w.workers {
+		if wk.sess != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = wk.sess.Close(cctx) // revokes the lease; already gone is fine
+			cancel()
+		}
+	}
+	return traj, w.errs
+}
+
+// spawnWorker starts a worker at simulated time t.
+func (w *world) spawnWorker(name, build string, t time.Duration, first bool) *worker {
+	wk := &worker{w: w, name: name, build: build, first: first}
+	wk.a = w.s.spawn(name, t, func(a *actor) {
+		if w.design == Fenced {
+			wk.runFenced()
+		} else {
+			wk.runNaive()
+		}
+	})
+	w.workers = append(w.workers, wk)
+	return wk
+}
+
+// spawnReplacement starts the second worker at t: the takeover after a
+// failure, or a standby when nothing failed. It carries the stale-cache
+// and new-build faults.
+func (w *world) spawnReplacement(t time.Duration) {
+	if w.replacement {
+		return
+	}
+	w.replacement = true
+	build := "v1"
+	if w.plan.newBuild {
+		build = "v2"
+	}
+	wk := w.spawnWorker("worker-b", build, t, false)
+	wk.staleCache = w.plan.staleCache
+	if w.plan.newBuild {
+		w.s.at(t, "new build starts", func() {
+			if !w.closed {
+				w.traj.add(Event{At: w.s.now, Kind: KindFault, Actor: wk.name, Effect: string(FaultNewBuild),
+					Detail: "worker build v2 starts while the v1 execution is open"})
+			}
+		})
+	}
+}
+
+// fail records an infrastructure error (etcd unreachable, say): the trial
+// does not count as passed or failed by the graders; the run reports it.
+func (w *world) fail(err error) {
+	w.errs = append(w.errs, err)
+	w.traj.add(Event{At: w.s.now, Kind: KindNote, Actor: "drill", Detail: "error: " + err.Error()})
+}
+
+func (wk *worker) record(e Event) {
+	e.At = wk.w.s.now
+	if e.Actor == "" {
+		e.Actor = wk.name
+	}
+	if e.Epoch == 0 {
+		e.Epoch = wk.grant.Epoch
+	}
+	wk.w.traj.add(e)
+}
+
+func (wk *worker) note(format string, args ...any) {
+	wk.record(Event{Kind: KindNote, Detail: fmt.Sprintf(format, args...)})
+}
+
+// caller is how this worker appears to a provider for a call under key.
+func (wk *worker) caller(key string) caller {
+	return caller{actor: wk.name, epoch: wk.grant.Epoch, key: key}
+}
+
+// start opens the worker's etcd session (its real lease).
+func (wk *worker) start() bool {
+	s, err := wk.w.run.coord.NewSession(wk.w.ctx, wk.name, sessionTTL, coordinator.WithoutKeepAlive())
+	if err != nil {
+		wk.w.fail(fmt.Errorf("session of %s: %w", wk.name, err))
+		return false
+	}
+	wk.sess = s
+	return true
+}
+
+// acquire claims the incident task in etcd, trying again every claimRetry
+// (simulated) while another worker holds it. It returns false if the
+// worker could not start or the incident closed meanwhile and the task is
+// still held.
+func (wk *worker) acquire() bool {
+	if wk.sess == nil && !wk.start() {
+		return false
+	}
+	for {
+		g, err := wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task)
+		switch coordinator.DispositionOf(err) {
+		case "":
+			wk.grant = g
+			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
+			return true
+		case coordinator.Busy:
+			wk.a.sleep(claimRetry)
+		default:
+			wk.w.fail(fmt.Errorf("claim by %s: %w", wk.name, err))
+			return false
+		}
+	}
+}
+
+// release gives the task up when the worker is done.
+func (wk *worker) release() {
+	if err := wk.w.run.coord.Release(wk.w.ctx, wk.grant); err != nil {
+		wk.note("release refused: %s", coordinator.DispositionOf(err))
+		return
+	}
+	wk.record(Event{Kind: KindLost, Detail: "released"})
+}
+
+// topology is the worker's view of the writer: its cache on the first read
+// when the stale-cache fault is on, the provider's authority otherwise.
+func (wk *worker) topology() string {
+	if wk.staleCache && !wk.cacheUsed {
+		wk.cacheUsed = true
+		wk.record(Event{Kind: KindFault, Effect: string(FaultStaleCache), Value: clusterPrimary,
+			Detail: "topology read from a stale cache"})
+		return clusterPrimary
+	}
+	writer, _ := wk.w.topo.Describe(wk.caller(""))
+	return writer
+}
+
+// settled waits until no promotion is in progress and returns the writer,
+// as the provider's authority shows it.
+func (wk *worker) settled() string {
+	for i := 0; i < 60; i++ {
+		writer, promoting := wk.w.topo.Describe(wk.caller(""))
+		if promoting == "" {
+			return writer
+		}
+		wk.a.sleep(2 * time.Second)
+	}
+	writer, _ := wk.w.topo.Describe(wk.caller(""))
+	return writer
+}
+
+// approval is the incident commander's review: it takes simulated time.
+// The topology-changed fault strikes right after it.
+func (wk *worker) awaitApproval() {
+	wk.a.sleep(wk.w.s.between(3*time.Second, 15*time.Second))
+	if wk.w.plan.topologyChanged && wk.first {
+		wk.w.traj.add(Event{At: wk.w.s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultTopologyChanged),
+			Value: clusterSecondary, Detail: "promotes the target out of band between approval and dispatch"})
+		wk.w.topo.operatorPromote(clusterSecondary)
+	}
+}
+
+// afterApply is where the provider has applied this worker's promotion and
+// answered: the killed-before-receipt and heartbeat-stop faults strike
+// here, before the worker persists anything.
+func (wk *worker) afterApply() {
+	if !wk.first || wk.failed {
+		return
+	}
+	switch wk.w.plan.workerFault {
+	case FaultKilledBeforeReceipt:
+		wk.failed = true
+		wk.record(Event{Kind: KindFault, Effect: string(FaultKilledBeforeReceipt), Detail: "the provider's acknowledgement dies with the process"})
+		wk.expireLease()
+		wk.a.kill()
+	case FaultHeartbeatStop:
+		wk.failed = true
+		wk.record(Event{Kind: KindFault, Effect: string(FaultHeartbeatStop), Detail: "heartbeats stop; the process is paused"})
+		wk.expireLease()
+		wk.a.sleep(simLeaseTTL + wk.w.plan.takeoverPause)
+		wk.note("wakes up and continues where it was")
+	}
+}
+
+// expireLease makes the worker's lease expire simLeaseTTL from now: the
+// drill revokes the real etcd lease then (etcd deletes the owner key, as on
+// expiry), and the replacement starts.
+func (wk *worker) expireLease() {
+	w := wk.w
+	w.s.at(w.s.now+simLeaseTTL, "lease expires", func() {
+		err := w.run.coord.RevokeLease(w.ctx, wk.sess.Lease())
+		if err != nil && coordinator.DispositionOf(err) != coordinator.ExpiredOwner {
+			w.fail(fmt.Errorf("revoke %s's lease: %w", wk.name, err))
+		}
+		w.traj.add(Event{At: w.s.now, Kind: KindLost, Actor: wk.name, Epoch: wk.grant.Epoch,
+			Detail: "lease expired (no heartbeats for " + simLeaseTTL.String() + ")"})
+		if w.design == Naive {
+			w.history.timeout(w, wk.name)
+		}
+		w.spawnReplacement(w.s.now)
+	})
+}
