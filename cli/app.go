@@ -79,6 +79,7 @@ Example:
 			gcCommand(),
 			runCommand(),
 			versionCommand(),
+			drillCommand(),
 			helpCommand(),
 		},
 	}

@@ -182,19 +182,9 @@ var errDialTimeout = errors.New("no connection within --dial-timeout")
 // lease.
 func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
 	g := globalsOf(c)
-	cfg := clientv3.Config{
-		Endpoints:   g.endpoints,
-		DialTimeout: g.dialTimeout,
-		DialOptions: coordinator.DialOptions(),
-		TLS:         g.tls,
-		Username:    g.user,
-		Password:    g.password,
-		Logger:      g.lg.Named("etcd-client"),
-	}
-	client, err := clientv3.New(cfg)
+	client, err := newClient(g)
 	if err != nil {
-		return nil, nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
-			Detail: fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(g.endpoints, ",")), Err: err}
+		return nil, nil, err
 	}
 	closeClient := func() { _ = client.Close() }
 	dctx, cancel := context.WithCancelCause(ctx)
@@ -212,6 +202,25 @@ func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*
 		return nil, nil, err
 	}
 	return co, closeClient, nil
+}
+
+// newClient opens an etcd client as the global flags say (endpoints,
+// timeouts, TLS, auth), with leasegate's dial options.
+func newClient(g *globals) (*clientv3.Client, error) {
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   g.endpoints,
+		DialTimeout: g.dialTimeout,
+		DialOptions: coordinator.DialOptions(),
+		TLS:         g.tls,
+		Username:    g.user,
+		Password:    g.password,
+		Logger:      g.lg.Named("etcd-client"),
+	})
+	if err != nil {
+		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
+			Detail: fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(g.endpoints, ",")), Err: err}
+	}
+	return client, nil
 }
 
 // waitReady cancels ctx with errDialTimeout unless the client's connection

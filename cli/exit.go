@@ -14,8 +14,8 @@ import (
 // leasegate's exit codes: one per class of DESIGN.md's disposition table,
 // and one for `run` when the child was stopped because ownership was lost.
 const (
-	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok
-	ExitRefused        = 1 // refused by the authority; nothing written
+	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok; drill passed
+	ExitRefused        = 1 // refused by the authority; nothing written; drill failed
 	ExitInvalid        = 2 // invalid input or usage; refused before any I/O
 	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
 	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
@@ -37,6 +37,10 @@ func ExitCode(err error) int {
 	var lost *ownershipLost
 	if errors.As(err, &lost) {
 		return ExitOwnershipLost
+	}
+	var failed *drillFailed
+	if errors.As(err, &failed) {
+		return ExitRefused
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
@@ -65,6 +69,12 @@ func ExitCode(err error) int {
 type childExit struct{ code int }
 
 func (e childExit) Error() string { return fmt.Sprintf("child exited with status %d", e.code) }
+
+// drillFailed is a drill that ran and did not pass (its report says why),
+// or could not finish for a reason of its own: exit 1.
+type drillFailed struct{ why string }
+
+func (e *drillFailed) Error() string { return "drill failed: " + e.why }
 
 // ownershipLost is `run` stopping its child because the grant stopped being
 // current.
@@ -159,6 +169,11 @@ func report(c *cli.Context, err error) {
 	}
 	var child childExit
 	if errors.As(err, &child) {
+		return
+	}
+	var failed *drillFailed
+	if errors.As(err, &failed) { // the report (JSON or table) is already printed
+		fmt.Fprintln(c.App.ErrWriter, failed.Error())
 		return
 	}
 	out := errorOutputOf(err)

@@ -60,6 +60,22 @@ func (p printer) result(v any, t table) error {
 	return tw.Flush()
 }
 
+// results prints several tables for people, after a header line and
+// before a closing line (the drill's report); in JSON use result.
+func (p printer) results(header, footer string, ts ...table) error {
+	if _, err := fmt.Fprintln(p.w, header); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		fmt.Fprintln(p.w)
+		if err := p.result(nil, t); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(p.w, "\n%s\n", footer)
+	return err
+}
+
 // stream prints one result of a stream (watch): a JSON line, or a row
 // padded to fixed widths so that rows printed apart still line up.
 func (p printer) stream(v any, row []string) error {

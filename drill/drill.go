@@ -118,6 +118,18 @@ func WithProgress(f func()) Option {
 	}
 }
 
+// CheckOptions reports why opts cannot configure a run (invalid_input),
+// before any I/O.
+func CheckOptions(opts ...Option) error {
+	var cfg config
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return coordinator.Invalid("drill", "%v", err)
+		}
+	}
+	return nil
+}
+
 // Report is the outcome of a drill: the fixtures, each design's scores,
 // and whether the drill passed.
 type Report struct {

@@ -1,8 +1,307 @@
 package drill
 
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// The fenced design: the incident task is claimed in etcd; the promotion
+// is one ledger operation with a stable id, approved by the commander on
+// its exact digests and dispatched only through the ledger's gateway (the
+// fence); a takeover reconciles what the previous owner left against the
+// provider; the traffic change is its own operation, proposed after the
+// topology settled and revalidated again at dispatch.
+
+// Policy versions the fenced operations are decided under.
+const (
+	policyPromote = "regional-promotion-runbook-v3"
+	policyTraffic = "traffic-follows-writer-v1"
+	// maxLoss is the loss bound the commander approves.
+	maxLoss = "5s"
+	// trafficAttempts bounds the traffic operations one worker proposes
+	// (a superseded or overwritten change is followed by a new intent).
+	trafficAttempts = 4
+	// reconcileRounds bounds how often a worker reconciles a change that
+	// stays PENDING.
+	reconcileRounds = 10
+)
+
+// errStop ends a fenced worker: refused by the fence, or etcd failed.
+type errStop struct{ err error }
+
+// runFenced is one fenced worker.
 func (wk *worker) runFenced() {
 	if !wk.acquire() {
 		return
 	}
+	l, err := wk.newLedger()
+	if err != nil {
+		wk.w.fail(err)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(errStop); !ok {
+				panic(r)
+			}
+		}
+	}()
+	wk.reconcile(l)
+	wk.promote(l)
+	wk.traffic(l)
 	wk.release()
+}
+
+func (wk *worker) newLedger() (*ledger.Ledger, error) {
+	return ledger.New(wk.w.run.coord,
+		ledger.WithAdapters(topologyAdapter{wk}, dnsAdapter{wk}),
+		ledger.WithClock(func() time.Time { return simTime(wk.w.s.now) }),
+		ledger.WithSleep(func(ctx context.Context, d time.Duration) error { wk.a.sleep(d); return nil }),
+		ledger.WithPolling(2*time.Second, 30*time.Second, 12),
+		ledger.WithLogger(wk.w.run.cfg.Logger))
+}
+
+// check stops the worker on a ledger error: a refusal by the fence is
+// recorded as such (a stale worker stopped at the gateway); anything else
+// is an error of the drill's etcd.
+func (wk *worker) check(op string, err error) {
+	wk.syncJournal()
+	if err == nil {
+		return
+	}
+	switch d := coordinator.DispositionOf(err); d.Class() {
+	case coordinator.ClassRefused:
+		if d == coordinator.StaleOwner || d == coordinator.ExpiredOwner || d == coordinator.GenerationMismatch {
+			wk.record(Event{Kind: KindRefused, Effect: op, Detail: string(d) + ": refused at the gateway; the worker stops"})
+			panic(errStop{err})
+		}
+	}
+	wk.w.fail(fmt.Errorf("%s by %s: %w", op, wk.name, err))
+	panic(errStop{err})
+}
+
+// syncJournal appends the ledger journal's new transitions of the incident
+// task to the trajectory: the graders read the real journal.
+func (wk *worker) syncJournal() {
+	w := wk.w
+	ts, err := w.journal.Journal(w.ctx, w.run.tenant(w.design), w.task)
+	if err != nil {
+		w.fail(fmt.Errorf("journal: %w", err))
+		return
+	}
+	for _, t := range ts {
+		if t.Revision <= w.journalRev {
+			continue
+		}
+		w.journalRev = t.Revision
+		e := Event{At: w.s.now, Kind: KindTransition, Actor: t.Owner, Epoch: t.Epoch, Operation: t.Operation,
+			Effect: w.effects[t.Operation], From: string(t.From), To: string(t.To), Detail: string(t.By) + ": " + t.Reason}
+		if t.Evidence != nil {
+			e.Evidence = t.Evidence.ProviderIDs
+		}
+		w.traj.add(e)
+	}
+}
+
+// reconcile settles what an earlier owner left: its DISPATCHING records
+// become UNKNOWN, and every UNKNOWN is asked of the provider's authority.
+func (wk *worker) reconcile(l *ledger.Ledger) {
+	for round := 0; round < reconcileRounds; round++ {
+		recs, err := l.Reconcile(wk.w.ctx, wk.grant)
+		wk.check("reconcile", err)
+		pending := false
+		for _, r := range recs {
+			if r.State == ledger.Unknown {
+				pending = true
+			}
+		}
+		if !pending {
+			return
+		}
+		wk.a.sleep(10 * time.Second)
+	}
+}
+
+// existing returns the task's records of kind, in the ledger's order.
+func (wk *worker) existing(l *ledger.Ledger, kind string) []ledger.Record {
+	recs, err := l.List(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task, "")
+	wk.check("list", err)
+	var out []ledger.Record
+	for _, r := range recs {
+		if r.Effect.Kind == kind {
+			wk.w.effects[r.Operation] = effectName(kind)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func effectName(kind string) string {
+	if kind == kindPromote {
+		return "promote"
+	}
+	return "traffic"
+}
+
+// promotionID is the stable id of the incident's promotion. The two worker
+// builds spell it differently — which is why a worker adopts the record it
+// finds rather than trusting its own code to name the intent.
+func (wk *worker) promotionID() string {
+	if wk.build == "v2" {
+		return "promotion:" + wk.w.task
+	}
+	return "promote/" + wk.w.task
+}
+
+// promote drives the promotion operation to an end: CONFIRMED, or
+// SUPERSEDED / FAILED / REJECTED when the world moved on, or MANUAL_REVIEW.
+func (wk *worker) promote(l *ledger.Ledger) {
+	ctx, w := wk.w.ctx, wk.w
+	var rec ledger.Record
+	if found := wk.existing(l, kindPromote); len(found) > 0 {
+		rec = found[0]
+		wk.note("adopts promotion %s (%s) from the ledger", rec.Operation, rec.State)
+	} else {
+		writer, promoting := wk.observe()
+		params, _ := json.Marshal(promoteParams{Target: clusterSecondary, MaxLoss: maxLoss})
+		id := wk.promotionID()
+		w.effects[id] = "promote"
+		var err error
+		rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
+			Params: params, Policy: policyPromote}, wk.observation(writer, promoting))
+		wk.check("propose", err)
+	}
+	for step := 0; step < 20; step++ {
+		var err error
+		switch rec.State {
+		case ledger.Proposed:
+			wk.awaitApproval()
+			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: "incident-commander",
+				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now),
+				Note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
+			wk.check("authorize", err)
+		case ledger.Authorized:
+			wk.a.step()
+			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
+			wk.check("dispatch", err)
+		case ledger.Dispatching, ledger.Unknown:
+			wk.reconcile(l)
+			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
+			wk.check("read", err)
+			if rec.State == ledger.Unknown || rec.State == ledger.Dispatching {
+				wk.note("promotion %s still %s after reconciling", rec.Operation, rec.State)
+				return
+			}
+		default:
+			wk.note("promotion %s ends %s", rec.Operation, rec.State)
+			return
+		}
+	}
+}
+
+// observe is the worker's view of the topology: a stale cache on its first
+// read when the stale-cache fault is on, the provider's authority otherwise.
+func (wk *worker) observe() (writer, promoting string) {
+	if wk.staleCache && !wk.cacheUsed {
+		return wk.topology(), ""
+	}
+	return wk.w.topo.Describe(wk.caller(""))
+}
+
+// traffic points the record at the writer as its own operation, after the
+// topology settled (as the worker sees it), and verifies from both
+// authorities that the record follows the writer. A superseded change (the
+// worker's view was stale: the gateway revalidated it) or an overwritten
+// one (an operator's edit) is followed by a new intent with a new id.
+func (wk *worker) traffic(l *ledger.Ledger) {
+	ctx, w := wk.w.ctx, wk.w
+	for n := 0; n < trafficAttempts; n++ {
+		found := wk.existing(l, kindTraffic)
+		var rec ledger.Record
+		if len(found) > 0 {
+			rec = found[len(found)-1]
+		}
+		switch {
+		case rec.State != "" && !rec.State.Terminal():
+			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
+		case rec.State == ledger.Confirmed && wk.verify():
+			return
+		default:
+			writer := wk.settledView()
+			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
+			w.effects[id] = "traffic"
+			params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
+			var err error
+			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params,
+				Policy: policyTraffic}, wk.observation(writer, ""))
+			wk.check("propose", err)
+		}
+		wk.drive(l, rec)
+	}
+	if !wk.verify() {
+		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
+	}
+}
+
+// drive takes one traffic operation as far as it goes.
+func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record) {
+	ctx, w := wk.w.ctx, wk.w
+	for step := 0; step < 20; step++ {
+		var err error
+		switch rec.State {
+		case ledger.Proposed:
+			wk.a.step()
+			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: "traffic-policy",
+				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now),
+				Note: "traffic follows the confirmed writer"})
+			wk.check("authorize", err)
+		case ledger.Authorized:
+			wk.a.step()
+			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
+			wk.check("dispatch", err)
+		case ledger.Dispatching, ledger.Unknown:
+			wk.reconcile(l)
+			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
+			wk.check("read", err)
+			if rec.State == ledger.Unknown || rec.State == ledger.Dispatching {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// settledView waits until no promotion is in progress, as the worker sees
+// it (its stale cache says none is), and returns the writer it sees.
+func (wk *worker) settledView() string {
+	for i := 0; i < 60; i++ {
+		writer, promoting := wk.observe()
+		if promoting == "" {
+			return writer
+		}
+		wk.a.sleep(2 * time.Second)
+	}
+	writer, _ := wk.observe()
+	return writer
+}
+
+// verify reads the record and the writer from their authorities; when they
+// agree the incident is closed.
+func (wk *worker) verify() bool {
+	wk.a.step()
+	record := wk.w.dns.Record(wk.caller(""))
+	writer, promoting := wk.w.topo.Describe(wk.caller(""))
+	if promoting == "" && record == writer {
+		wk.w.closed = true
+		wk.note("verified: %s points at the writer %s; incident closed", recordName, writer)
+		return true
+	}
+	wk.note("verify: %s points at %s, the writer is %s", recordName, record, writer)
+	return false
 }

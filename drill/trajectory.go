@@ -2,10 +2,14 @@ package drill
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
+
+var epochWord = regexp.MustCompile(`epoch [0-9]+`)
 
 // Kind is what an Event records.
 type Kind string
@@ -108,8 +112,16 @@ func (t *Trajectory) Render(canonical bool) string {
 		if len(e.Evidence) > 0 {
 			fmt.Fprintf(&b, " evidence=%s", strings.Join(e.Evidence, ","))
 		}
-		if e.Detail != "" {
-			fmt.Fprintf(&b, " (%s)", e.Detail)
+		if d := e.Detail; d != "" {
+			if canonical { // the ledger's reasons name epochs too
+				d = epochWord.ReplaceAllStringFunc(d, func(w string) string {
+					if v, err := strconv.ParseInt(strings.TrimPrefix(w, "epoch "), 10, 64); err == nil && order[v] > 0 {
+						return fmt.Sprintf("epoch e%d", order[v])
+					}
+					return w
+				})
+			}
+			fmt.Fprintf(&b, " (%s)", d)
 		}
 		b.WriteByte('\n')
 	}

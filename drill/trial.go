@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/ledger"
 )
 
 // Design is one recovery design the drill runs.
@@ -59,6 +60,11 @@ type world struct {
 	errs    []error
 	// replacement is started once (on takeover, or as the standby).
 	replacement bool
+	// journalRev is the revision of the last ledger journal entry copied
+	// into the trajectory; effects names each operation's effect.
+	journalRev int64
+	effects    map[string]string
+	journal    *ledger.Ledger
 }
 
 // worker is one simulated worker process; its ownership is real etcd.
@@ -89,7 +95,14 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 	s := newSim(rng, traj)
 	audit := &Audit{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
 	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: fmt.Sprintf("incident-%d", trial), s: s,
-		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj}
+		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{}}
+	if design == Fenced {
+		l, err := ledger.New(r.coord, ledger.WithLogger(r.cfg.Logger))
+		if err != nil {
+			return traj, []error{err}
+		}
+		w.journal = l
+	}
 	w.dns.longDelay = p.dnsLong
 	switch p.dropOn {
 	case "promote":

@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/term"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/drill"
+	"github.com/leasegate/leasegate/embedtest"
+)
+
+// defaultDrillSeed makes `leasegate drill` reproducible unless --seed says
+// otherwise.
+const defaultDrillSeed = 2026
+
+func drillCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "drill",
+		Usage: "run the failover drill: seed-000 fixtures, then the seed-003 failover under faults, naive vs fenced",
+		Description: example(`Runs the seed-000 stale-owner fixtures (expected vs observed disposition), then
+N randomized regional-failover trials with injected faults, twice on the same
+seeds: once with the naive design of the incident (a fresh request key per
+attempt, no fence at the gateway, the checkpoint trusted as present truth,
+promotion and traffic as one step), once fenced through the effect ledger.
+Graders read each trial's journal and provider logs. The drill passes when
+every fixture passes, the fenced design has zero violations and the naive
+design is caught by at least two graders; the exit code is 0 then, 1 if not.
+
+Without --endpoints it starts an embedded single-member etcd in a temporary
+directory (fsync off, for speed) and removes it afterwards. With --endpoints
+it runs on that cluster (TLS and auth flags apply) under a prefix of its own,
+<prefix>-drill/<run id>, which it deletes at the end unless --keep.
+Ownership, fences and the ledger are real etcd; the providers and their time
+are simulated (see docs/drill.md).`,
+			"leasegate drill",
+			"leasegate drill --trials 10000 --parallel 32 -o json",
+			"leasegate drill --design naive --replay 3",
+			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep"),
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of every trial's faults and timings", Value: defaultDrillSeed},
+			&cli.IntFlag{Name: "parallel", Usage: "trials run at once", Value: 16},
+			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both", Value: "both"},
+			&cli.IntFlag{Name: "replay", Usage: "run only trial `N` and print its whole trajectory", Value: -1},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
+		},
+		Action: drillAction,
+	}
+}
+
+// drillSettings are the drill's flags, checked before any I/O.
+type drillSettings struct {
+	opts    []drill.Option
+	replay  int
+	keep    bool
+	trials  int
+	designs []drill.Design
+}
+
+func drillFlags(c *cli.Context) (drillSettings, error) {
+	s := drillSettings{replay: c.Int("replay"), keep: c.Bool("keep"), trials: c.Int("trials")}
+	switch d := c.String("design"); d {
+	case "both":
+		s.designs = []drill.Design{drill.Fenced, drill.Naive}
+	case string(drill.Fenced), string(drill.Naive):
+		s.designs = []drill.Design{drill.Design(d)}
+	default:
+		return s, coordinator.Invalid("drill", "--design %q: use fenced, naive or both", d)
+	}
+	s.opts = []drill.Option{drill.WithTrials(s.trials), drill.WithSeed(c.Uint64("seed")),
+		drill.WithParallel(c.Int("parallel")), drill.WithDesigns(s.designs...)}
+	if c.IsSet("replay") {
+		if s.replay < 0 {
+			return s, coordinator.Invalid("drill", "--replay %d: a trial number is 0 or more", s.replay)
+		}
+		s.opts = append(s.opts, drill.WithReplay(s.replay))
+		s.trials = 1
+	}
+	if c.IsSet("keep") && !c.IsSet("endpoints") {
+		return s, coordinator.Invalid("drill", "--keep needs --endpoints: the embedded etcd is removed at the end")
+	}
+	// Validate every option now, so that bad input sends nothing.
+	if err := drill.CheckOptions(s.opts...); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func drillAction(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	s, err := drillFlags(c)
+	if err != nil {
+		return err
+	}
+	g := globalsOf(c)
+	ctx := c.Context
+	where := ""
+	var client *clientv3.Client
+	if c.IsSet("endpoints") {
+		client, err = newClient(g)
+		if err != nil {
+			return err
+		}
+		where = "etcd " + strings.Join(g.endpoints, ",")
+	} else {
+		dir, err := os.MkdirTemp("", "leasegate-drill-")
+		if err != nil {
+			return fmt.Errorf("drill: temporary directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cl, err := embedtest.Start(dir)
+		if err != nil {
+			return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "drill",
+				Detail: "cannot start the embedded etcd", Err: err}
+		}
+		defer cl.Close()
+		client, err = cl.NewClient()
+		if err != nil {
+			return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "drill", Err: err}
+		}
+		where = "embedded etcd (1 member, fsync off)"
+	}
+	defer client.Close()
+
+	prefix := g.prefix + "-drill/" + runID()
+	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
+	if bar := drillProgress(c.App.ErrWriter, s.trials*len(s.designs)); bar != nil {
+		opts = append(opts, drill.WithProgress(func() { _ = bar.Add(1) }))
+		defer func() { _ = bar.Finish(); fmt.Fprintln(c.App.ErrWriter) }()
+	}
+	rep, runErr := drill.Run(ctx, client, opts...)
+	if !s.keep {
+		cctx, cancel := cleanupContext(c)
+		defer cancel()
+		if err := drill.Cleanup(cctx, client, prefix); err != nil && runErr == nil {
+			runErr = &coordinator.Error{Disposition: coordinator.DispositionOf(err), Op: "drill", Detail: "cleaning up " + prefix, Err: err}
+		}
+	}
+	if runErr != nil {
+		return drillError(runErr)
+	}
+	if s.replay >= 0 {
+		err = printReplay(g.out, rep)
+	} else {
+		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s))
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Pass {
+		return &drillFailed{why: rep.Why}
+	}
+	return nil
+}
+
+// drillError names a run that could not complete: etcd's errors keep their
+// disposition; anything else is the drill's own failure.
+func drillError(err error) error {
+	if coordinator.DispositionOf(err).Class() != coordinator.ClassUnknown {
+		return err
+	}
+	return &drillFailed{why: err.Error()}
+}
+
+func drillHeader(c *cli.Context, where, prefix string, s drillSettings) string {
+	keep := "deleted at the end"
+	if s.keep {
+		keep = "kept"
+	}
+	return fmt.Sprintf("leasegate drill: seed %d, %d trials per design, %d in parallel, %s, prefix %s (%s)",
+		c.Uint64("seed"), s.trials, c.Int("parallel"), where, prefix, keep)
+}
+
+// runID names one run's prefix.
+func runID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// drillProgress is a progress bar on w when w is a terminal, else nil.
+func drillProgress(w io.Writer, total int) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription("trials"),
+		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
+}
+
+func printDrill(p printer, rep *drill.Report, header string) error {
+	if p.json {
+		return p.result(rep, table{})
+	}
+	designs := make([]drill.Design, 0, len(rep.Designs))
+	for _, d := range []drill.Design{drill.Fenced, drill.Naive} {
+		if _, ok := rep.Designs[d]; ok {
+			designs = append(designs, d)
+		}
+	}
+	fixtures := table{header: []string{"FIXTURE", "EXPECTED", "OBSERVED", "PASS"}}
+	for _, f := range rep.Fixtures {
+		fixtures.rows = append(fixtures.rows, []string{f.Name, string(f.Expected), string(f.Observed), passMark(f.Pass)})
+	}
+	summary := table{header: []string{"DESIGN", "TRIALS", "FAULTS", "UNKNOWN", "RECONCILED", "MANUAL-REVIEW",
+		"STALE-REFUSED", "VIOLATIONS", "SECONDS", "TRIALS/S"}}
+	for _, d := range designs {
+		r := rep.Designs[d]
+		faults := 0
+		for _, n := range r.Faults {
+			faults += n
+		}
+		summary.rows = append(summary.rows, []string{string(d), fmt.Sprint(r.Trials), fmt.Sprint(faults),
+			fmt.Sprint(r.UnknownOperations), fmt.Sprint(r.Reconciled), fmt.Sprint(r.ManualReview),
+			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds),
+			fmt.Sprintf("%.0f", float64(r.Trials)/max(r.Seconds, 1e-9))})
+	}
+	graders := table{header: append([]string{"GRADER"}, upper(designs)...)}
+	for _, gr := range drill.Graders {
+		row := []string{string(gr)}
+		for _, d := range designs {
+			cell := fmt.Sprint(rep.Designs[d].Violations[gr])
+			if t, ok := rep.Designs[d].FirstViolation[gr]; ok {
+				cell += fmt.Sprintf(" (first: --design %s --replay %d)", d, t)
+			}
+			row = append(row, cell)
+		}
+		graders.rows = append(graders.rows, row)
+	}
+	faults := table{header: append([]string{"FAULT (TRIALS WHERE IT FIRED)"}, upper(designs)...)}
+	for _, k := range drill.FaultKinds {
+		row := []string{string(k)}
+		for _, d := range designs {
+			row = append(row, fmt.Sprint(rep.Designs[d].Faults[k]))
+		}
+		faults.rows = append(faults.rows, row)
+	}
+	verdict := "PASS: every fixture refused as expected; the fenced design has zero violations; the naive design is caught"
+	if !rep.Pass {
+		verdict = "FAIL: " + rep.Why
+	}
+	return p.results(header, verdict, fixtures, summary, graders, faults)
+}
+
+func printReplay(p printer, rep *drill.Report) error {
+	type replayed struct {
+		*drill.Trajectory
+		Violations []drill.Violation `json:"violations"`
+	}
+	out := struct {
+		Fixtures []drill.FixtureResult `json:"fixtures"`
+		Trials   []replayed            `json:"trials"`
+		Pass     bool                  `json:"pass"`
+	}{Fixtures: rep.Fixtures, Pass: rep.Pass}
+	sort.Slice(rep.Replayed, func(i, j int) bool { return rep.Replayed[i].Design < rep.Replayed[j].Design })
+	for _, t := range rep.Replayed {
+		out.Trials = append(out.Trials, replayed{Trajectory: t, Violations: drill.Grade(t)})
+	}
+	if p.json {
+		return p.result(out, table{})
+	}
+	var b strings.Builder
+	for _, t := range out.Trials {
+		b.WriteString(t.Render(false))
+		if len(t.Violations) == 0 {
+			b.WriteString("graders: no violation\n")
+		}
+		for _, v := range t.Violations {
+			fmt.Fprintf(&b, "VIOLATION %s: %s\n", v.Grader, v.Detail)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+func passMark(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+func upper(ds []drill.Design) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = strings.ToUpper(string(d))
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package cli_test
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func keysOf(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// TestDrillEndpoints runs a short drill against a three-member cluster
+// with -o json: the object is exactly issue 8's shape, the exit code
+// follows pass, and the run's prefix is gone afterwards.
+func TestDrillEndpoints(t *testing.T) {
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	eps := strings.Join(cl.Endpoints(), ",")
+	r := execApp(t, call{}, "--endpoints", eps, "--prefix", "/drill-cli", "drill", "--trials", "16", "--seed", "3", "-o", "json")
+	if r.code != cli.ExitDone {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	obj := lastJSON(t, r.stdout)
+	if got := keysOf(obj); !slices.Equal(got, []string{"designs", "fixtures", "pass"}) {
+		t.Fatalf("top-level keys %v", got)
+	}
+	if obj["pass"] != true {
+		t.Fatalf("pass %v", obj["pass"])
+	}
+	fixtures := obj["fixtures"].([]any)
+	if len(fixtures) != 11 {
+		t.Fatalf("%d fixtures", len(fixtures))
+	}
+	if got := keysOf(fixtures[0].(map[string]any)); !slices.Equal(got, []string{"expected", "name", "observed", "pass"}) {
+		t.Fatalf("fixture keys %v", got)
+	}
+	designs := obj["designs"].(map[string]any)
+	if got := keysOf(designs); !slices.Equal(got, []string{"fenced", "naive"}) {
+		t.Fatalf("designs %v", got)
+	}
+	want := []string{"faults", "manual_review", "reconciled", "seconds", "total_violations", "trials", "unknown_operations", "violations"}
+	for name, d := range designs {
+		dm := d.(map[string]any)
+		if got := keysOf(dm); !slices.Equal(got, want) {
+			t.Fatalf("%s keys %v", name, got)
+		}
+		if dm["trials"].(float64) != 16 {
+			t.Fatalf("%s trials %v", name, dm["trials"])
+		}
+	}
+	if designs["fenced"].(map[string]any)["total_violations"].(float64) != 0 {
+		t.Fatalf("fenced violations: %v", designs["fenced"])
+	}
+	resp, err := cl.Client(t).Get(lgtest.Ctx(t), "/drill-cli", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("%d keys left under the run's prefix (%v)", resp.Count, err)
+	}
+}
+
+// TestDrillReplayEmbedded replays one trial on the embedded etcd the drill
+// starts itself, and prints its trajectory.
+func TestDrillReplayEmbedded(t *testing.T) {
+	r := execApp(t, call{}, "drill", "--design", "naive", "--replay", "3", "--seed", "1")
+	if r.code != cli.ExitDone {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for _, s := range []string{"trial 3 design naive", "claim", "PromoteTarget", "end: writer"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("replay output lacks %q:\n%s", s, r.stdout)
+		}
+	}
+}
+
+// TestDrillBadInput: bad flags are exit 2 before anything starts.
+func TestDrillBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"drill", "--design", "fast"},
+		{"drill", "--trials", "0"},
+		{"drill", "--parallel", "0"},
+		{"drill", "--replay", "-2"},
+		{"drill", "--keep"},
+		{"drill", "extra"},
+	} {
+		r := execApp(t, call{}, args...)
+		if r.code != cli.ExitInvalid {
+			t.Errorf("%v: exit %d, want %d (stderr %s)", args, r.code, cli.ExitInvalid, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package drill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// Effect kinds of the fenced design's two operations.
+const (
+	kindPromote = "db.promote"
+	kindTraffic = "dns.upsert"
+)
+
+// epochBase is simulated time zero on the ledger's clock: journal entries
+// and dispatch times are stamped in simulated time.
+var epochBase = time.Date(2026, 11, 28, 2, 12, 0, 0, time.UTC)
+
+// simTime is the ledger's clock reading at simulated time d.
+func simTime(d time.Duration) time.Time { return epochBase.Add(d) }
+
+// topologyDigest is the precondition digest both adapters observe: the
+// writer, and the target of a promotion in progress.
+func topologyDigest(writer, promoting string) string {
+	return "writer=" + writer + ";promoting=" + orDash(promoting)
+}
+
+// topologyAdapter is the gateway's adapter for the database provider. Its
+// contract is the simulated provider's: a promotion is idempotent on the
+// operation id for topologyRetention, and the provider answers by id
+// whether it ever accepted one.
+type topologyAdapter struct{ wk *worker }
+
+func (a topologyAdapter) Kind() string { return kindPromote }
+
+func (a topologyAdapter) Contract() ledger.Contract {
+	return ledger.Contract{RetrySafe: true, Retention: topologyRetention}
+}
+
+func (a topologyAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
+	writer, promoting := a.wk.w.topo.Describe(a.wk.callerAt(a.wk.grant.Epoch, ""))
+	return a.wk.observation(writer, promoting), nil
+}
+
+func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
+	wk := a.wk
+	wk.syncJournal()
+	id, err := wk.w.topo.Promote(wk.callerAt(epoch, operation), e.Target)
+	switch {
+	case errors.Is(err, errResponseLost):
+		return ledger.Evidence{}, ledger.Ambiguous(err)
+	case errors.Is(err, errProviderRefused):
+		return ledger.Evidence{}, ledger.Refused(err.Error(), wk.evidence(nil, err.Error()))
+	case err != nil:
+		return ledger.Evidence{}, ledger.Ambiguous(err)
+	}
+	wk.afterApply() // the worker may stop or pause here, before anything is recorded
+	return wk.evidence([]string{id}, "promotion accepted"), nil
+}
+
+func (a topologyAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
+	wk := a.wk
+	wk.syncJournal()
+	p, ok := wk.w.topo.lookup(operation)
+	if !ok {
+		return ledger.NotApplied, wk.evidence(nil, "the provider has no request under this id"), nil
+	}
+	ids := append([]string{p.id}, wk.w.audit.find("PromoteTarget", operation)...)
+	return ledger.Applied, wk.evidence(dedupe(ids), "the provider accepted this id"), nil
+}
+
+// dnsAdapter is the gateway's adapter for the DNS provider: a change is
+// idempotent on the operation id for dnsRetention, confirmed only once the
+// provider reports it INSYNC.
+type dnsAdapter struct{ wk *worker }
+
+// dnsApplyWait is how long Apply polls a PENDING change before it leaves
+// the outcome to reconciliation.
+const dnsApplyWait = 30 * time.Second
+
+func (a dnsAdapter) Kind() string { return kindTraffic }
+
+func (a dnsAdapter) Contract() ledger.Contract {
+	return ledger.Contract{RetrySafe: true, Retention: dnsRetention}
+}
+
+func (a dnsAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
+	writer, promoting := a.wk.w.topo.Describe(a.wk.callerAt(a.wk.grant.Epoch, ""))
+	return a.wk.observation(writer, promoting), nil
+}
+
+func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
+	wk := a.wk
+	wk.syncJournal()
+	var p trafficParams
+	if err := json.Unmarshal(e.Params, &p); err != nil {
+		return ledger.Evidence{}, ledger.Refused("bad parameters: "+err.Error(), wk.evidence(nil, "not sent"))
+	}
+	id, _, err := wk.w.dns.Change(wk.callerAt(epoch, operation), p.Value)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Ambiguous(err)
+	}
+	for waited := time.Duration(0); ; waited += 2 * time.Second {
+		if wk.w.dns.GetChange(wk.callerAt(epoch, operation), id) == statusInsync {
+			return wk.evidence([]string{id}, "INSYNC"), nil
+		}
+		if waited >= dnsApplyWait {
+			return wk.evidence([]string{id}, "PENDING"), ledger.Ambiguous(fmt.Errorf("change %s still PENDING after %v", id, dnsApplyWait))
+		}
+		wk.a.sleep(2 * time.Second)
+	}
+}
+
+func (a dnsAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
+	wk := a.wk
+	wk.syncJournal()
+	ch, ok := wk.w.dns.lookup(operation)
+	if !ok {
+		return ledger.NotApplied, wk.evidence(nil, "the provider has no change under this id"), nil
+	}
+	if wk.w.dns.GetChange(wk.callerAt(wk.grant.Epoch, operation), ch.id) != statusInsync {
+		return ledger.Pending, wk.evidence([]string{ch.id}, "PENDING"), nil
+	}
+	return ledger.Applied, wk.evidence([]string{ch.id}, "INSYNC"), nil
+}
+
+// trafficParams are a traffic operation's parameters.
+type trafficParams struct {
+	Record string `json:"record"`
+	Value  string `json:"value"`
+}
+
+// promoteParams are a promotion's parameters: the target and the loss
+// bound the commander approved.
+type promoteParams struct {
+	Target  string `json:"target"`
+	MaxLoss string `json:"max_loss"`
+}
+
+func (wk *worker) callerAt(epoch int64, key string) caller {
+	return caller{actor: wk.name, epoch: epoch, key: key}
+}
+
+func (wk *worker) observation(writer, promoting string) ledger.Observation {
+	d, _ := json.Marshal(map[string]string{"writer": writer, "promoting": promoting})
+	return ledger.Observation{Digest: topologyDigest(writer, promoting), At: simTime(wk.w.s.now), Detail: d}
+}
+
+func (wk *worker) evidence(ids []string, what string) ledger.Evidence {
+	d, _ := json.Marshal(map[string]string{"provider": what})
+	return ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(wk.w.s.now)}
+}
+
+func dedupe(ids []string) []string {
+	seen := map[string]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package drill_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/drill"
+)
+
+// clean is a hand-made trajectory of a sound recovery: one promotion
+// intent, calls under the newest epoch, confirmations after the provider's
+// evidence, the one UNKNOWN reconciled, traffic to the writer.
+func clean() *drill.Trajectory {
+	at := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	return &drill.Trajectory{Trial: 1, Design: drill.Fenced, Original: "aurora-use1",
+		FinalWriter: "aurora-usw2", FinalTraffic: "aurora-usw2",
+		Events: []drill.Event{
+			{At: at(0), Kind: drill.KindClaim, Actor: "worker-a", Epoch: 10},
+			{At: at(1), Kind: drill.KindTransition, Actor: "worker-a", Epoch: 10, Operation: "promote/x", Effect: "promote", To: "PROPOSED"},
+			{At: at(2), Kind: drill.KindCall, Actor: "aurora", By: "worker-a", Epoch: 10, Operation: "promote/x", Effect: "PromoteTarget", Value: "aurora-usw2"},
+			{At: at(2), Kind: drill.KindApplied, Actor: "aurora", By: "worker-a", Epoch: 10, Operation: "promote/x", Effect: "promotion-accepted", Evidence: []string{"rds-req-1"}},
+			{At: at(2), Kind: drill.KindTransition, Actor: "worker-a", Epoch: 10, Operation: "promote/x", Effect: "promote", From: "DISPATCHING", To: "UNKNOWN"},
+			{At: at(3), Kind: drill.KindClaim, Actor: "worker-b", Epoch: 12},
+			{At: at(3), Kind: drill.KindTransition, Actor: "worker-b", Epoch: 12, Operation: "promote/x", Effect: "promote", From: "UNKNOWN", To: "CONFIRMED", Evidence: []string{"rds-req-1"}},
+			{At: at(8), Kind: drill.KindApplied, Actor: "aurora", Operation: "promote/x", Effect: "writer", Value: "aurora-usw2"},
+			{At: at(9), Kind: drill.KindCall, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "ChangeResourceRecordSets", Value: "aurora-usw2"},
+			{At: at(9), Kind: drill.KindApplied, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "record", Value: "aurora-usw2", Evidence: []string{"C-1"}},
+			// An operator's edit is not the workflow's transition.
+			{At: at(10), Kind: drill.KindApplied, Actor: "route53", By: "operator", Effect: "record", Value: "maintenance-page", Evidence: []string{"C-2"}},
+			{At: at(12), Kind: drill.KindApplied, Actor: "route53", Operation: "traffic/x/1", Effect: "insync", Evidence: []string{"C-1"}},
+			{At: at(13), Kind: drill.KindTransition, Actor: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "traffic", From: "DISPATCHING", To: "CONFIRMED", Evidence: []string{"C-1"}},
+		}}
+}
+
+func insert(t *drill.Trajectory, i int, e drill.Event) {
+	t.Events = append(t.Events[:i], append([]drill.Event{e}, t.Events[i:]...)...)
+}
+
+func TestGraders(t *testing.T) {
+	if v := drill.Grade(clean()); len(v) != 0 {
+		t.Fatalf("clean trajectory: %v", v)
+	}
+	cases := []struct {
+		grader drill.Grader
+		inject func(t *drill.Trajectory)
+	}{
+		{drill.GraderOnePromotionIntent, func(t *drill.Trajectory) {
+			insert(t, 6, drill.Event{Kind: drill.KindCall, Actor: "aurora", By: "worker-b", Epoch: 12, Operation: "attempt-b", Effect: "PromoteTarget"})
+		}},
+		{drill.GraderStaleEpochDispatch, func(t *drill.Trajectory) {
+			// worker-a wakes after worker-b's claim and changes traffic under epoch 10.
+			insert(t, 9, drill.Event{Kind: drill.KindCall, Actor: "route53", By: "worker-a", Epoch: 10, Operation: "traffic/x/9", Effect: "ChangeResourceRecordSets", Value: "aurora-usw2"})
+		}},
+		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
+			// The traffic change confirmed while still PENDING: before the INSYNC.
+			last := t.Events[len(t.Events)-1]
+			t.Events = t.Events[:len(t.Events)-1]
+			insert(t, 10, last)
+		}},
+		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
+			t.Events[6].Evidence = nil
+		}},
+		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
+			// Evidence of another operation's request.
+			t.Events[6].Operation, t.Events[4].Operation = "promote/y", "promote/y"
+			t.Events[1].Operation = "promote/y"
+		}},
+		{drill.GraderUnresolvedUnknown, func(t *drill.Trajectory) {
+			t.Events[6].To = "AUTHORIZED"
+			t.Events[6].Evidence = nil
+		}},
+		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "maintenance-page" }},
+		{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
+			// A worker holds traffic on the old writer after the promotion
+			// moved it (and later fixes it: the end is green).
+			insert(t, 8, drill.Event{Kind: drill.KindApplied, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "hold", Effect: "record", Value: "aurora-use1"})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(string(c.grader), func(t *testing.T) {
+			traj := clean()
+			c.inject(traj)
+			got := map[drill.Grader]int{}
+			for _, v := range drill.Grade(traj) {
+				got[v.Grader]++
+			}
+			if got[c.grader] == 0 {
+				t.Fatalf("%s did not catch it; violations %v", c.grader, got)
+			}
+			for g, n := range got {
+				if g != c.grader {
+					t.Errorf("%s also flagged %d (only %s should)", g, n, c.grader)
+				}
+			}
+		})
+	}
+}
