@@ -121,7 +121,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 }
 
 func (f *fixtureRunner) run() error {
-	intent := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-a", Value: "synthetic-value"}
+	intent := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-a", Value: []byte("synthetic-value")}
 	try := func(g coordinator.Grant, in fencedtxn.Intent) func() (coordinator.Disposition, error) {
 		return func() (coordinator.Disposition, error) { return commit(f.ctx, f.c, g, in) }
 	}
@@ -158,7 +158,7 @@ func (f *fixtureRunner) run() error {
 
 	// region-b prepares its next write and waits; meanwhile its lease is
 	// lost and region-c takes over; region-b's write arrives after.
-	next := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-b", Value: "synthetic-next", ExpectedVersion: 1}
+	next := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-b", Value: []byte("synthetic-next"), ExpectedVersion: 1}
 	if err := f.c.RevokeLease(f.ctx, current.Lease); err != nil {
 		return err
 	}
@@ -174,11 +174,11 @@ func (f *fixtureRunner) run() error {
 		return err
 	}
 	changed := intent
-	changed.Value = "different-value"
+	changed.Value = []byte("different-value")
 	if err := f.check("operation conflict", coordinator.OperationConflict, try(latest, changed)); err != nil {
 		return err
 	}
-	stale := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-c", Value: "v", ExpectedVersion: 0}
+	stale := fencedtxn.Intent{Tenant: fixtureTenant, Task: fixtureTask, Operation: "operation-c", Value: []byte("v"), ExpectedVersion: 0}
 	if err := f.check("version conflict", coordinator.VersionConflict, try(latest, stale)); err != nil {
 		return err
 	}
