@@ -78,6 +78,7 @@ Example:
 			realmCommand(),
 			gcCommand(),
 			runCommand(),
+			benchCommand(),
 			versionCommand(),
 			drillCommand(),
 			helpCommand(),

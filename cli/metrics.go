@@ -25,10 +25,10 @@ func metricsAddrFlag() cli.Flag {
 
 // serveMetrics starts the metrics endpoint when --metrics-addr is given,
 // before any request to etcd: an address it cannot listen on is
-// invalid_input. It returns the coordinator options that register
-// leasegate's metrics (with the Go runtime's and the process's) on the
-// endpoint's registry, and a func that stops the endpoint.
-func serveMetrics(c *cli.Context) ([]coordinator.Option, func(), error) {
+// invalid_input. It returns the endpoint's registry (nil without
+// --metrics-addr), which already holds the Go runtime's and the process's
+// metrics, and a func that stops the endpoint.
+func serveMetrics(c *cli.Context) (prometheus.Registerer, func(), error) {
 	addr := c.String("metrics-addr")
 	if addr == "" {
 		return nil, func() {}, nil
@@ -58,5 +58,14 @@ func serveMetrics(c *cli.Context) ([]coordinator.Option, func(), error) {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}
-	return []coordinator.Option{coordinator.WithMetrics(reg)}, stop, nil
+	return reg, stop, nil
+}
+
+// metricsOptions are the coordinator options that register leasegate's
+// metrics on reg (none when reg is nil).
+func metricsOptions(reg prometheus.Registerer) []coordinator.Option {
+	if reg == nil {
+		return nil
+	}
+	return []coordinator.Option{coordinator.WithMetrics(reg)}
 }

@@ -119,7 +119,7 @@ func run(c *cli.Context) error {
 	defer stopMetrics()
 	ctx, cancel := commandContext(c)
 	defer cancel()
-	co, done, err := connect(ctx, c, metrics...)
+	co, done, err := connect(ctx, c, metricsOptions(metrics)...)
 	if err != nil {
 		return err
 	}

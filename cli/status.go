@@ -104,7 +104,7 @@ func watch(c *cli.Context) error {
 	}
 	defer stopMetrics()
 	ctx, cancel := commandContext(c)
-	co, done, err := connect(ctx, c, metrics...)
+	co, done, err := connect(ctx, c, metricsOptions(metrics)...)
 	cancel()
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type config struct {
 	dialOptions []grpc.DialOption
 	logger      *zap.Logger
 	quotaBytes  int64        // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
+	fsync       bool         // WithFsync (bench.go); default off
 	secure      secureConfig // TLS and auth (secure.go)
 }
 
@@ -104,6 +105,7 @@ type Member struct {
 	tickMs    uint
 	election  uint
 	quota     int64
+	fsync     bool
 	certs     *TLSFiles // WithTLS (secure.go)
 	auth      bool      // WithAuth (secure.go)
 	proxies             // client and peer proxies in front of the member (faults.go)
@@ -174,6 +176,7 @@ func start(dir string, cfg config) (*Cluster, error) {
 			tickMs:    cfg.tickMs,
 			election:  cfg.electionMs,
 			quota:     cfg.quotaBytes,
+			fsync:     cfg.fsync,
 			certs:     certs,
 			auth:      cfg.secure.rootPassword != "",
 		}
@@ -215,7 +218,7 @@ func (m *Member) start(state string) error {
 	ec.Dir = m.dir
 	ec.TickMs = m.tickMs
 	ec.ElectionMs = m.election
-	ec.UnsafeNoFsync = true
+	ec.UnsafeNoFsync = !m.fsync
 	ec.QuotaBackendBytes = m.quota
 	m.applySecurity(ec)
 	// Clients and peers dial the member's proxies (faults.go), which relay

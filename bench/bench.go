@@ -1,0 +1,397 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+)
+
+// Config says what Run measures and where.
+type Config struct {
+	// Endpoints of the etcd to measure; empty starts an embedded member
+	// with its data under Dir.
+	Endpoints []string
+	Dir       string
+	// NoFsync (embedded only) turns etcd's fsync off (UnsafeNoFsync).
+	NoFsync bool
+	// Client, if set, is used instead of a client of Endpoints (TLS, auth).
+	Client *clientv3.Client
+
+	Workers  []int         // worker counts; default 1, 16, 64
+	Rounds   int           // interleaved rounds; default 3
+	Duration time.Duration // per cell (one variant, one worker count, one round); default 1s
+	Variants []string      // default all (Variants)
+
+	Registerer prometheus.Registerer // optional: the coordinator's metrics
+	Progress   func(done, total int) // optional: called after every cell
+	Logger     *zap.Logger           // optional
+	Prefix     string                // default /leasegate-bench-<uuid>; deleted afterwards
+}
+
+// Report is Run's result.
+type Report struct {
+	Etcd     string   `json:"etcd"`  // "embedded" or the endpoints
+	Fsync    string   `json:"fsync"` // "on", "off" (embedded), "cluster's own"
+	Machine  Machine  `json:"machine"`
+	Rounds   int      `json:"rounds"`
+	CellMs   int64    `json:"cell_ms"`
+	Workers  []int    `json:"workers"`
+	Variants []string `json:"variants"`
+	Results  []Result `json:"results"`
+	Ratios   []Ratio  `json:"ratios"`
+}
+
+// Machine is where the figures were taken.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	OS        string `json:"os"`
+	Go        string `json:"go"`
+	LoadStart string `json:"load_start,omitempty"` // /proc/loadavg when the run started
+	LoadEnd   string `json:"load_end,omitempty"`
+}
+
+// Result is one variant at one worker count, over every round.
+type Result struct {
+	Variant   string    `json:"variant"`
+	Workers   int       `json:"workers"`
+	Ops       int       `json:"ops"`
+	Errors    int       `json:"errors"`
+	OpsPerSec float64   `json:"ops_per_sec"`
+	P50Ms     float64   `json:"p50_ms"`
+	P99Ms     float64   `json:"p99_ms"`
+	PerRound  []float64 `json:"ops_per_sec_per_round"`
+	lat       []time.Duration
+}
+
+// Ratio is the throughput of one variant over another's, round by round.
+type Ratio struct {
+	Name     string    `json:"name"`
+	Workers  int       `json:"workers"`
+	Min      float64   `json:"min"`
+	Median   float64   `json:"median"`
+	Max      float64   `json:"max"`
+	PerRound []float64 `json:"per_round"`
+	Target   float64   `json:"target,omitempty"` // the issue's target for the minimum, if it sets one
+	Met      *bool     `json:"met,omitempty"`
+}
+
+// ratioDefs are the ratios reported: numerator, denominator, target.
+var ratioDefs = []struct {
+	num, den string
+	target   float64
+}{
+	{Commit, BareCommit, 0.95},
+	{ClaimRelease, BareClaimRelease, 0.97},
+	{ClaimRelease, Mutex, 1.0},
+	{BareClaimRelease, Mutex, 0},
+	{Commit, Put, 0},
+	{Election, Mutex, 0},
+}
+
+func (cfg *Config) check() error {
+	bad := func(format string, args ...any) error { return coordinator.Invalid("bench", format, args...) }
+	if len(cfg.Workers) == 0 {
+		cfg.Workers = []int{1, 16, 64}
+	}
+	for _, w := range cfg.Workers {
+		if w < 1 || w > 1024 {
+			return bad("workers %d out of range 1..1024", w)
+		}
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 3
+	}
+	if cfg.Rounds < 1 || cfg.Rounds > 100 {
+		return bad("rounds %d out of range 1..100", cfg.Rounds)
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = time.Second
+	}
+	if cfg.Duration < time.Millisecond || cfg.Duration > time.Hour {
+		return bad("duration %v out of range 1ms..1h", cfg.Duration)
+	}
+	if len(cfg.Variants) == 0 {
+		cfg.Variants = Variants
+	}
+	for _, v := range cfg.Variants {
+		if !slices.Contains(Variants, v) {
+			return bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
+		}
+	}
+	if len(cfg.Endpoints) == 0 && cfg.Client == nil && cfg.Dir == "" {
+		return bad("an embedded etcd needs a data directory")
+	}
+	if (len(cfg.Endpoints) > 0 || cfg.Client != nil) && cfg.NoFsync {
+		return bad("--unsafe-no-fsync applies to the embedded etcd only")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/leasegate-bench-" + uuid.NewString()[:8]
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+// target is an etcd to measure: its client and a way to close what Run
+// started.
+type target struct {
+	client *clientv3.Client
+	etcd   string
+	fsync  string
+	close  func()
+}
+
+func (cfg *Config) open() (*target, error) {
+	if cfg.Client != nil {
+		return &target{client: cfg.Client, etcd: strings.Join(cfg.Client.Endpoints(), ","), fsync: "cluster's own", close: func() {}}, nil
+	}
+	if len(cfg.Endpoints) > 0 {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second,
+			DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+		if err != nil {
+			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect", Err: err}
+		}
+		return &target{client: cli, etcd: strings.Join(cfg.Endpoints, ","), fsync: "cluster's own", close: func() { _ = cli.Close() }}, nil
+	}
+	opts := []embedtest.Option{}
+	fsync := "off"
+	if !cfg.NoFsync {
+		opts = append(opts, embedtest.WithFsync())
+		fsync = "on"
+	}
+	cl, err := embedtest.Start(cfg.Dir, opts...)
+	if err != nil {
+		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "start the embedded etcd", Err: err}
+	}
+	// Dial etcd directly, not through embedtest's fault proxy.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Member(0).DirectClientURL()}, DialTimeout: 5 * time.Second,
+		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	if err != nil {
+		cl.Close()
+		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect", Err: err}
+	}
+	return &target{client: cli, etcd: "embedded", fsync: fsync, close: func() { _ = cli.Close(); cl.Close() }}, nil
+}
+
+// Run measures every variant at every worker count, in interleaved rounds:
+// each round runs every (workers, variant) cell once, the variants in an
+// order rotated from round to round.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	tg, err := cfg.open()
+	if err != nil {
+		return nil, err
+	}
+	defer tg.close()
+	rep := &Report{Etcd: tg.etcd, Fsync: tg.fsync, Rounds: cfg.Rounds, CellMs: cfg.Duration.Milliseconds(),
+		Workers: cfg.Workers, Variants: cfg.Variants,
+		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
+
+	opts := []coordinator.Option{coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(cfg.Logger)}
+	if cfg.Registerer != nil {
+		opts = append(opts, coordinator.WithMetrics(cfg.Registerer))
+	}
+	c, err := coordinator.New(ctx, tg.client, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup(tg.client, cfg.Prefix)
+
+	workers := make([]*worker, 0, slices.Max(cfg.Workers))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		for _, w := range workers {
+			w.close(cctx)
+		}
+	}()
+	for i := range cap(workers) {
+		w, err := newWorker(ctx, c, i, cfg.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("bench: set up worker %d: %w", i, err)
+		}
+		workers = append(workers, w)
+	}
+	// One operation of every variant by every worker first: it proves the
+	// variant works and warms up connections and keys.
+	for _, v := range cfg.Variants {
+		for _, w := range workers {
+			if err := w.op(ctx, v); err != nil {
+				return nil, fmt.Errorf("bench: warm-up of %s: %w", v, err)
+			}
+		}
+	}
+
+	results := map[string]*Result{}
+	key := func(v string, n int) string { return fmt.Sprintf("%s/%d", v, n) }
+	for _, n := range cfg.Workers {
+		for _, v := range cfg.Variants {
+			results[key(v, n)] = &Result{Variant: v, Workers: n}
+		}
+	}
+	total, done := cfg.Rounds*len(cfg.Workers)*len(cfg.Variants), 0
+	for round := range cfg.Rounds {
+		for _, n := range cfg.Workers {
+			for i := range cfg.Variants {
+				v := cfg.Variants[(i+round)%len(cfg.Variants)]
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				r := results[key(v, n)]
+				ops, errs, elapsed, lat := cell(ctx, workers[:n], v, cfg.Duration)
+				r.Ops += ops
+				r.Errors += errs
+				r.lat = append(r.lat, lat...)
+				r.PerRound = append(r.PerRound, float64(ops)/elapsed.Seconds())
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, total)
+				}
+			}
+		}
+	}
+	for _, n := range cfg.Workers {
+		for _, v := range cfg.Variants {
+			r := results[key(v, n)]
+			r.finish(cfg.Duration)
+			rep.Results = append(rep.Results, *r)
+		}
+		for _, d := range ratioDefs {
+			num, den := results[key(d.num, n)], results[key(d.den, n)]
+			if num == nil || den == nil {
+				continue
+			}
+			rep.Ratios = append(rep.Ratios, ratioOf(d.num+" / "+d.den, n, num.PerRound, den.PerRound, d.target))
+		}
+	}
+	rep.Machine.LoadEnd = loadAvg()
+	return rep, nil
+}
+
+// cell runs variant v on every worker for about d and returns the
+// operations that succeeded, the failures, the wall time from the start
+// to the last operation's end, and every successful operation's latency.
+func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, int, time.Duration, []time.Duration) {
+	type out struct {
+		lat  []time.Duration
+		errs int
+	}
+	outs := make([]out, len(ws))
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(d)
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				t0 := time.Now()
+				err := w.op(octx, v)
+				el := time.Since(t0)
+				cancel()
+				if err != nil {
+					outs[i].errs++
+					continue
+				}
+				outs[i].lat = append(outs[i].lat, el)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	var lat []time.Duration
+	errs := 0
+	for _, o := range outs {
+		lat = append(lat, o.lat...)
+		errs += o.errs
+	}
+	return len(lat), errs, elapsed, lat
+}
+
+func (r *Result) finish(d time.Duration) {
+	sort.Slice(r.lat, func(i, j int) bool { return r.lat[i] < r.lat[j] })
+	r.P50Ms, r.P99Ms = ms(percentile(r.lat, 0.50)), ms(percentile(r.lat, 0.99))
+	var sum float64
+	for _, x := range r.PerRound {
+		sum += x
+	}
+	if len(r.PerRound) > 0 {
+		r.OpsPerSec = sum / float64(len(r.PerRound))
+	}
+	r.lat = nil
+}
+
+func ratioOf(name string, n int, num, den []float64, target float64) Ratio {
+	r := Ratio{Name: name, Workers: n, Target: target}
+	for i := range min(len(num), len(den)) {
+		if den[i] > 0 {
+			r.PerRound = append(r.PerRound, round3(num[i]/den[i]))
+		}
+	}
+	if len(r.PerRound) == 0 {
+		return r
+	}
+	s := slices.Clone(r.PerRound)
+	slices.Sort(s)
+	r.Min, r.Max, r.Median = s[0], s[len(s)-1], s[len(s)/2]
+	if len(s)%2 == 0 {
+		r.Median = round3((s[len(s)/2-1] + s[len(s)/2]) / 2)
+	}
+	if target > 0 {
+		met := r.Min >= target
+		r.Met = &met
+	}
+	return r
+}
+
+// percentile of sorted latencies (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / float64(time.Millisecond)) }
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// cleanup deletes what the run wrote (leasegate's keyspace and the plain
+// keys), so that a bench against a real cluster leaves nothing behind.
+func cleanup(cli *clientv3.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = cli.Delete(ctx, prefix+"/", clientv3.WithPrefix())
+	_, _ = cli.Delete(ctx, prefix+"-plain/", clientv3.WithPrefix())
+}

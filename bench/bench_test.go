@@ -1,0 +1,73 @@
+package bench_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/bench"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestRunSmoke: tiny counts; every variant ran at every worker count in
+// every round without a failure, and the report has every ratio. No figure
+// is asserted: benchmarks are not timed tests.
+func TestRunSmoke(t *testing.T) {
+	t.Parallel()
+	rounds, workers := 2, []int{1, 3}
+	var cells int
+	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Dir: t.TempDir(), NoFsync: true, Workers: workers,
+		Rounds: rounds, Duration: 20 * time.Millisecond, Progress: func(done, total int) { cells = done }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := rounds * len(workers) * len(bench.Variants); cells != want {
+		t.Errorf("progress reported %d cells, want %d", cells, want)
+	}
+	if rep.Etcd != "embedded" || rep.Fsync != "off" || rep.Machine.CPUs < 1 {
+		t.Errorf("report header %+v", rep)
+	}
+	seen := map[string]int{}
+	for _, r := range rep.Results {
+		seen[r.Variant]++
+		if r.Ops < 1 || r.Errors != 0 || len(r.PerRound) != rounds || r.OpsPerSec <= 0 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms {
+			t.Errorf("result %+v", r)
+		}
+	}
+	for _, v := range bench.Variants {
+		if seen[v] != len(workers) {
+			t.Errorf("variant %s has %d results, want %d", v, seen[v], len(workers))
+		}
+	}
+	names := map[string]bool{}
+	for _, r := range rep.Ratios {
+		names[r.Name] = true
+		if len(r.PerRound) != rounds || r.Min <= 0 || r.Min > r.Median || r.Median > r.Max {
+			t.Errorf("ratio %+v", r)
+		}
+		if (r.Target > 0) != (r.Met != nil) {
+			t.Errorf("ratio %s: target %v, met %v", r.Name, r.Target, r.Met)
+		}
+	}
+	for _, n := range []string{"commit / bare-commit", "claim-release / bare-claim-release", "claim-release / mutex"} {
+		if !names[n] {
+			t.Errorf("no ratio %s", n)
+		}
+	}
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]bench.Config{
+		"no data dir":         {},
+		"zero workers":        {Dir: t.TempDir(), Workers: []int{0}},
+		"unknown variant":     {Dir: t.TempDir(), Variants: []string{"nope"}},
+		"negative rounds":     {Dir: t.TempDir(), Rounds: -1},
+		"no-fsync on cluster": {Endpoints: []string{"127.0.0.1:1"}, NoFsync: true},
+	} {
+		_, err := bench.Run(lgtest.Ctx(t), cfg)
+		if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Errorf("%s: %v, want invalid_input", name, err)
+		}
+	}
+}

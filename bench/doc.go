@@ -1,0 +1,27 @@
+// Package bench measures leasegate side by side with bare etcd and etcd's
+// own primitives, in interleaved rounds on the same etcd so that machine
+// drift cancels out of the ratios (Run), and the takeover latency of a
+// waiting contender against a polling one and concurrency.Election
+// (Takeover). `leasegate bench` is its command line.
+//
+// Variants (each worker on keys of its own, one shared client, reused
+// sessions):
+//
+//	put                 a plain etcd Put: an unprotected write
+//	bare-commit         one etcd Txn of exactly fencedtxn.Commit's shape: the same compares, puts and Else reads
+//	commit              fencedtxn.Commit: the protected write
+//	mutex               concurrency.Mutex Lock + Unlock on a reused session
+//	election            concurrency.Election Campaign + Resign on a reused session
+//	bare-claim-release  the claim Txn and the release Txn of leasegate, sent bare
+//	claim-release       Session.Claim + Coordinator.Release
+//
+// Guarantees: every figure comes from operations that succeeded against a
+// real etcd (an embedded member with fsync on unless told otherwise, or the
+// cluster at the endpoints given); failed operations are counted, never
+// timed. Ratios are taken per round, between cells run back to back, and
+// reported with their minimum over the rounds.
+//
+// Non-guarantees: absolute figures depend on the machine and on whatever
+// else runs on it; the embedded member shares the process (and its CPUs)
+// with the client. Latencies are client-side wall times.
+package bench

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/fencedtxn"
+)
+
+// The variants, in the order they are reported.
+const (
+	Put              = "put"
+	BareCommit       = "bare-commit"
+	Commit           = "commit"
+	Mutex            = "mutex"
+	Election         = "election"
+	BareClaimRelease = "bare-claim-release"
+	ClaimRelease     = "claim-release"
+)
+
+// Variants lists every variant.
+var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, ClaimRelease}
+
+// benchValue is the business value every write carries.
+var benchValue = []byte("bench-value-0123456789abcdef")
+
+const tenant = "bench"
+
+// worker is one goroutine's keys and sessions, set up once and reused by
+// every round.
+type worker struct {
+	id     int
+	c      *coordinator.Coordinator
+	client *clientv3.Client
+	s      *coordinator.Session
+	cs     *concurrency.Session
+	mutex  *concurrency.Mutex
+	elect  *concurrency.Election
+
+	realm    string
+	realmRev int64
+	putKey   string
+
+	commitG    coordinator.Grant
+	commitVer  int64
+	bareG      coordinator.Grant
+	bareVer    int64
+	bareGuard  []clientv3.Cmp
+	bareReads  []clientv3.Op
+	bareState  string
+	bareOpRec  string
+	seq        int
+	crTask     string
+	bareCRTask string
+	fenceValue string
+}
+
+func newWorker(ctx context.Context, c *coordinator.Coordinator, id int, prefix string) (*worker, error) {
+	w := &worker{id: id, c: c, client: c.Client(), putKey: fmt.Sprintf("%s-plain/put/%d", prefix, id),
+		crTask: fmt.Sprintf("cr-%d", id), bareCRTask: fmt.Sprintf("bare-cr-%d", id)}
+	var err error
+	if w.s, err = c.NewSession(ctx, fmt.Sprintf("worker-%d", id), 60*time.Second); err != nil {
+		return nil, err
+	}
+	if w.cs, err = concurrency.NewSession(w.client, concurrency.WithTTL(60), concurrency.WithContext(context.WithoutCancel(ctx))); err != nil {
+		return nil, fmt.Errorf("concurrency session: %w", err)
+	}
+	w.mutex = concurrency.NewMutex(w.cs, fmt.Sprintf("%s-plain/mutex/%d", prefix, id))
+	w.elect = concurrency.NewElection(w.cs, fmt.Sprintf("%s-plain/election/%d", prefix, id))
+	if w.commitG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("commit-%d", id)); err != nil {
+		return nil, err
+	}
+	if w.bareG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("bare-commit-%d", id)); err != nil {
+		return nil, err
+	}
+	// The bare variants build what leasegate builds, once: the guard of
+	// the grant, the record values of the same size.
+	w.bareGuard, w.bareReads = c.Guard(w.bareG), c.GuardReads(w.bareG)
+	receipt, _ := json.Marshal(fencedtxn.Receipt{Disposition: coordinator.Committed, Tenant: tenant, Task: w.bareG.Task,
+		Operation: "op-000001", CommittedVersion: 1, Epoch: w.bareG.Epoch})
+	opRec, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: fencedtxn.Digest(fencedtxn.Intent{Tenant: tenant, Task: w.bareG.Task,
+		Operation: "op-000001", Value: benchValue}), Receipt: receipt, Epoch: w.bareG.Epoch, Owner: w.bareG.Owner})
+	state, _ := json.Marshal(coordinator.StateRecord{Version: 1, Value: benchValue, Operation: "op-000001", Epoch: w.bareG.Epoch})
+	w.bareOpRec, w.bareState = string(opRec), string(state)
+	fence, _ := json.Marshal(coordinator.FenceRecord{Owner: w.s.Owner(), Lease: w.s.Lease()})
+	w.fenceValue = string(fence)
+	resp, err := w.client.Get(ctx, c.Keys().Realm())
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("read the realm: %v", err)
+	}
+	w.realm, w.realmRev = string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision
+	return w, nil
+}
+
+func (w *worker) close(ctx context.Context) {
+	_ = w.s.Close(ctx)
+	_ = w.cs.Close()
+}
+
+// op runs one operation of variant v.
+func (w *worker) op(ctx context.Context, v string) error {
+	w.seq++
+	switch v {
+	case Put:
+		_, err := w.client.Put(ctx, w.putKey, w.bareState)
+		return err
+	case BareCommit:
+		return w.bareCommit(ctx)
+	case Commit:
+		_, err := fencedtxn.Commit(ctx, w.c, w.commitG, fencedtxn.Intent{Tenant: tenant, Task: w.commitG.Task,
+			Operation: fmt.Sprintf("op-%06d", w.seq), Value: benchValue, ExpectedVersion: w.commitVer})
+		if err == nil {
+			w.commitVer++
+		}
+		return err
+	case Mutex:
+		if err := w.mutex.Lock(ctx); err != nil {
+			return err
+		}
+		return w.mutex.Unlock(ctx)
+	case Election:
+		if err := w.elect.Campaign(ctx, "w"); err != nil {
+			return err
+		}
+		return w.elect.Resign(ctx)
+	case BareClaimRelease:
+		return w.bareClaimRelease(ctx)
+	case ClaimRelease:
+		g, err := w.s.Claim(ctx, tenant, w.crTask)
+		if err != nil {
+			return err
+		}
+		return w.c.Release(ctx, g)
+	}
+	return fmt.Errorf("unknown variant %q", v)
+}
+
+// bareCommit is fencedtxn.Commit's Txn with nothing around it.
+func (w *worker) bareCommit(ctx context.Context) error {
+	k := w.c.Keys()
+	g := w.bareG
+	stateKey, opKey := k.State(g.Tenant, g.Task), k.Op(g.Tenant, g.Task, fmt.Sprintf("op-%06d", w.seq))
+	cmps := append(w.bareGuard[:len(w.bareGuard):len(w.bareGuard)],
+		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
+		clientv3.Compare(clientv3.Version(stateKey), "=", w.bareVer))
+	els := append(w.bareReads[:len(w.bareReads):len(w.bareReads)], clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
+	resp, err := w.client.Txn(ctx).If(cmps...).
+		Then(clientv3.OpPut(stateKey, w.bareState), clientv3.OpPut(opKey, w.bareOpRec)).
+		Else(els...).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("bare commit refused")
+	}
+	w.bareVer++
+	return nil
+}
+
+// bareClaimRelease is the claim Txn and the release Txn of leasegate with
+// nothing around them.
+func (w *worker) bareClaimRelease(ctx context.Context) error {
+	k := w.c.Keys()
+	owner, fence := k.Owner(tenant, w.bareCRTask), k.Fence(tenant, w.bareCRTask)
+	resp, err := w.client.Txn(ctx).If(
+		clientv3.Compare(clientv3.Value(k.Realm()), "=", w.realm),
+		clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", w.realmRev),
+		clientv3.Compare(clientv3.ModRevision(owner), "<", w.realmRev),
+	).Then(
+		clientv3.OpPut(owner, w.s.Owner(), clientv3.WithLease(clientv3.LeaseID(w.s.Lease()))),
+		clientv3.OpPut(fence, w.fenceValue),
+	).Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("bare claim refused")
+	}
+	g := coordinator.Grant{Realm: w.realm, Tenant: tenant, Task: w.bareCRTask, Owner: w.s.Owner(), Epoch: resp.Header.Revision, Lease: w.s.Lease()}
+	resp, err = w.client.Txn(ctx).If(w.c.Guard(g)...).Then(clientv3.OpDelete(owner)).Else(w.c.GuardReads(g)...).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("bare release refused")
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestBench: tiny counts, embedded and against a cluster; the report's
+// shape and that every asked variant ran. No figure is asserted.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	t.Run("embedded", func(t *testing.T) {
+		r := execApp(t, call{}, "-o", "json", "bench", "--unsafe-no-fsync", "--workers", "1,2", "--rounds", "1",
+			"--duration", "20ms", "--variants", "commit,bare-commit,claim-release")
+		obj := want(t, r, cli.ExitDone, "ok")
+		if obj["etcd"] != "embedded" || obj["fsync"] != "off" {
+			t.Fatalf("report %v", obj)
+		}
+		results, _ := obj["results"].([]any)
+		if len(results) != 6 {
+			t.Fatalf("%d results, want 3 variants × 2 worker counts: %v", len(results), obj)
+		}
+		for _, x := range results {
+			res := x.(map[string]any)
+			if res["ops"].(float64) < 1 || res["errors"].(float64) != 0 {
+				t.Errorf("result %v", res)
+			}
+		}
+		if ratios, _ := obj["ratios"].([]any); len(ratios) != 2 { // commit / bare-commit at 1 and 2 workers: no mutex, no bare claim
+			t.Errorf("ratios %v", ratios)
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		e := newEnv(t)
+		r := e.lg(t, "bench", "--workers", "2", "--rounds", "1", "--duration", "20ms")
+		obj := want(t, r, cli.ExitDone, "ok")
+		if obj["fsync"] != "cluster's own" || !strings.Contains(obj["etcd"].(string), e.endpoints[0]) {
+			t.Fatalf("report %v", obj)
+		}
+		resp, err := e.client().Get(lgtest.Ctx(t), "/leasegate-bench-", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil || resp.Count != 0 {
+			t.Fatalf("bench left %d keys behind (%v)", resp.Count, err)
+		}
+	})
+	t.Run("bad input", func(t *testing.T) {
+		e := newEnv(t)
+		for _, args := range [][]string{
+			{"bench", "--workers", "x"},
+			{"bench", "--variants", "nope"},
+			{"bench", "--unsafe-no-fsync"}, // with --endpoints
+			{"bench", "--rounds", "0", "--workers", "1"},
+			{"bench", "stray"},
+		} {
+			want(t, e.lg(t, args...), cli.ExitInvalid, coordinator.InvalidInput)
+		}
+	})
+}
