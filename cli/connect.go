@@ -181,6 +181,28 @@ var errDialTimeout = errors.New("no connection within --dial-timeout")
 // refusal. The returned close func closes the client; it does not revoke any
 // lease.
 func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
+	return connectWith(ctx, c, coordinator.New, opts...)
+}
+
+// withReader is withCoordinator for commands that only read: the keyspace
+// is opened with coordinator.Open, so a prefix that holds none is
+// no_keyspace and nothing is written.
+func withReader(c *cli.Context, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
+	ctx, cancel := commandContext(c)
+	defer cancel()
+	co, closeClient, err := connectWith(ctx, c, coordinator.Open)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	return f(ctx, co)
+}
+
+// connectWith is connect with the coordinator's constructor: New (acting
+// commands, which may create the realm) or Open (reading ones).
+func connectWith(ctx context.Context, c *cli.Context,
+	open func(context.Context, *clientv3.Client, ...coordinator.Option) (*coordinator.Coordinator, error),
+	opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
 	g := globalsOf(c)
 	client, err := newClient(g)
 	if err != nil {
@@ -190,7 +212,7 @@ func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*
 	dctx, cancel := context.WithCancelCause(ctx)
 	ready := make(chan struct{})
 	go waitReady(dctx, client, g.dialTimeout, cancel, ready)
-	co, err := coordinator.New(dctx, client, append([]coordinator.Option{coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg)}, opts...)...)
+	co, err := open(dctx, client, append([]coordinator.Option{coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg)}, opts...)...)
 	cancel(nil)
 	<-ready
 	if err != nil {
