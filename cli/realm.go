@@ -16,8 +16,15 @@ func realmCommand() *cli.Command {
 			{
 				Name:  "show",
 				Usage: "print the realm every grant of this keyspace carries",
-				Description: example(`Prints the realm UUID stored at <prefix>/realm (created on first use).`,
-					"leasegate realm show"),
+				Description: example(`Prints the realm UUID stored at <prefix>/realm (created on first use), and
+warns when the keyspace looks restored from an etcd snapshot since the realm
+was minted: the etcd cluster answering is not the one recorded with the realm
+(<prefix>/origin), or etcd's revision has run further ahead of its raft index
+than it was then (a restore starts a new raft log). After a restore, old
+grants may pass again and epochs be reused until 'leasegate realm rotate'.
+The warnings are in the JSON's "warnings" field; the exit code stays 0.`,
+					"leasegate realm show",
+					"leasegate -o json realm show | jq -e '.warnings | length == 0'"),
 				Action: realmShow,
 			},
 			{
@@ -38,6 +45,10 @@ type realmOutput struct {
 	Disposition   coordinator.Disposition `json:"disposition"`
 	Realm         string                  `json:"realm"`
 	PreviousRealm string                  `json:"previous_realm,omitempty"`
+	// Origin and Warnings (realm show): where the realm was minted, and why
+	// the keyspace looks restored since (coordinator.CheckOrigin).
+	Origin   *coordinator.Origin `json:"origin,omitempty"`
+	Warnings []string            `json:"warnings,omitempty"`
 }
 
 func realmShow(c *cli.Context) error {
@@ -45,12 +56,15 @@ func realmShow(c *cli.Context) error {
 		return err
 	}
 	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
-		r, err := co.CurrentRealm(ctx)
+		chk, err := co.CheckOrigin(ctx)
 		if err != nil {
 			return err
 		}
-		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r},
-			table{header: []string{"REALM"}, rows: [][]string{{r}}})
+		t := table{header: []string{"REALM"}, rows: [][]string{{chk.Realm}}}
+		for _, w := range chk.Warnings {
+			t.rows = append(t.rows, []string{"WARNING: " + w})
+		}
+		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: chk.Realm, Origin: chk.Origin, Warnings: chk.Warnings}, t)
 	})
 }
 

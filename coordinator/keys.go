@@ -10,6 +10,7 @@ import (
 // The key layout of DESIGN.md lives in this file and nowhere else.
 //
 //	<p>/realm                                realm UUID
+//	<p>/origin                               where the realm was minted: etcd cluster ID, raft index
 //	<p>/fence/<tenant>/<task>                {owner, lease}; its ModRevision is the published floor
 //	<p>/owner/<tenant>/<task>                owner label, on the owner's lease
 //	<p>/state/<tenant>/<task>                {version, value, operation, epoch}
@@ -39,6 +40,10 @@ func (k Keyspace) Prefix() string { return k.prefix }
 
 // Realm is the key holding the realm UUID.
 func (k Keyspace) Realm() string { return k.prefix + "/realm" }
+
+// Origin is the key recording where the current realm was minted (the etcd
+// cluster and how far its raft log had come), to detect a restore.
+func (k Keyspace) Origin() string { return k.prefix + "/origin" }
 
 // Fence is the task's fence key.
 func (k Keyspace) Fence(tenant, task string) string { return k.task("fence", tenant, task) }

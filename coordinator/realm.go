@@ -52,6 +52,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 	if resp.Succeeded {
 		c.realm, c.realmRev = fresh, resp.Header.Revision
 		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", c.keys.prefix))
+		c.recordOrigin(ctx, fresh, resp.Header.Revision)
 		return c, nil
 	}
 	// Created by another process in between, or an ancestor keyspace was.
@@ -209,11 +210,12 @@ func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	fresh := uuid.NewString()
 	old := c.Realm()
-	var resp *clientv3.PutResponse
-	err := c.do(ctx, request{op: "realm rotate", mutating: true}, func(ctx context.Context) (err error) {
-		resp, err = c.client.Put(ctx, c.keys.Realm(), fresh)
-		return err
-	})
+	origin, err := c.origin(ctx, "realm rotate", fresh) // nothing written yet: a failure here is a hold
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Txn(ctx, TxnRequest{Op: "realm rotate",
+		Then: []clientv3.Op{clientv3.OpPut(c.keys.Realm(), fresh), clientv3.OpPut(c.keys.Origin(), origin)}})
 	if err != nil {
 		return "", err
 	}
