@@ -28,7 +28,9 @@ func TestSessionGrantsAndReleaseTask(t *testing.T) {
 	c := lgtest.CoordinatorOf(t, cli)
 	s := lgtest.Session(t, c, "worker", 10*time.Second)
 	other := lgtest.Session(t, c, "other", 10*time.Second)
+	twin := lgtest.Session(t, c, "worker", 10*time.Second) // the same owner label, another lease
 	held := lgtest.Claim(t, s, "t", "held")
+	twinHeld := lgtest.Claim(t, twin, "t", "twin")
 	theirs := lgtest.Claim(t, other, "t", "theirs")
 
 	d.armed.Store(true)
@@ -56,7 +58,6 @@ func TestSessionGrantsAndReleaseTask(t *testing.T) {
 		t.Fatalf("another session's task after ReleaseTask: %+v %v", own, err)
 	}
 	// The same owner label on another lease is not this session's either.
-	twin := lgtest.Session(t, c, "worker", 10*time.Second)
 	lgtest.Want(t, twin.ReleaseTask(ctx, "t", "lost"), coordinator.StaleOwner)
 
 	// A key on this session's lease under another label was not written
@@ -77,8 +78,18 @@ func TestSessionGrantsAndReleaseTask(t *testing.T) {
 	if err != nil || len(grants) != 1 || grants[0] != held {
 		t.Fatalf("Grants after ReleaseTask: %+v %v", grants, err)
 	}
-	// The other session's grants are its own.
+	// The other sessions' grants are their own.
 	if og, err := other.Grants(ctx); err != nil || len(og) != 1 || og[0] != theirs {
 		t.Fatalf("other's Grants: %+v %v", og, err)
+	}
+	if tg, err := twin.Grants(ctx); err != nil || len(tg) != 1 || tg[0] != twinHeld {
+		t.Fatalf("twin's Grants: %+v %v", tg, err)
+	}
+	// After a rotation the session's owner keys hold nothing: no grants.
+	if _, err := c.RotateRealm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if grants, err = s.Grants(ctx); err != nil || len(grants) != 0 {
+		t.Fatalf("Grants after a rotation: %+v %v; want none", grants, err)
 	}
 }

@@ -56,7 +56,7 @@ func (l *LeaseInfo) UnmarshalJSON(b []byte) error {
 // Leases lists every lease that carries owner keys of this keyspace, sorted
 // by ID, with the TTL etcd has left on each. It only reads.
 func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
-	byLease, rev, err := c.ownerKeysByLease(ctx, "lease list", 0)
+	byLease, rev, err := c.ownerKeysByLease(ctx, "lease list")
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (c *Coordinator) Lease(ctx context.Context, id int64) (LeaseInfo, error) {
 		return LeaseInfo{}, newError(ExpiredOwner, "lease show", "", "",
 			fmt.Sprintf("lease %s not found: expired or revoked", FormatLeaseID(id)), nil)
 	}
-	byLease, rev, err := c.ownerKeysByLease(ctx, "lease show", id)
+	byLease, rev, err := c.ownerKeysByLease(ctx, "lease show")
 	if err != nil {
 		return LeaseInfo{}, err
 	}
@@ -132,16 +132,16 @@ func (t leaseTasks) owner() string {
 	return strings.Join(labels, ",")
 }
 
-// ownerKeysByLease reads every owner key of the keyspace (those on lease
-// only, unless lease is 0) with the realm, at one revision, grouped by lease.
-func (c *Coordinator) ownerKeysByLease(ctx context.Context, op string, lease int64) (map[int64]leaseTasks, int64, error) {
+// ownerKeysByLease reads every owner key of the keyspace with the realm, at
+// one revision, grouped by lease.
+func (c *Coordinator) ownerKeysByLease(ctx context.Context, op string) (map[int64]leaseTasks, int64, error) {
 	kvs, realm, rev, err := c.ownerKeys(ctx, op, "")
 	if err != nil {
 		return nil, 0, err
 	}
 	out := map[int64]leaseTasks{}
 	for _, kv := range kvs {
-		if kv.Lease == 0 || (lease != 0 && kv.Lease != lease) {
+		if kv.Lease == 0 {
 			continue
 		}
 		_, tenant, task, ok := c.keys.ParseTask(string(kv.Key))

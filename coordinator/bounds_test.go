@@ -1,0 +1,166 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestCallsAreBoundedUnderQuorumLoss: with 2 of 3 members stopped, calls
+// made with context.Background() end within the coordinator's request
+// timeout, as outcome_unknown (a write that was sent) or
+// authority_unavailable (a read) — never blocked, never a refusal.
+func TestCallsAreBoundedUnderQuorumLoss(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	cl.WaitLeader(t)
+	const timeout = time.Second
+	// Generous: the bound plus a loaded machine's slack, far below the
+	// minutes the etcd client would otherwise keep re-sending.
+	const limit = timeout + 10*time.Second
+	c := lgtest.CoordinatorOf(t, lgtest.MemberClient(t, cl, 0), coordinator.WithRequestTimeout(timeout))
+	s := lgtest.Session(t, c, "worker", 30*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+
+	cl.Member(1).Stop(t)
+	cl.Member(2).Stop(t)
+	bg := context.Background()
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want coordinator.Disposition
+	}{
+		{"commit", func() error {
+			_, err := fencedtxn.Commit(bg, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")})
+			return err
+		}, coordinator.OutcomeUnknown},
+		{"owner", func() error { _, err := c.Owner(bg, "t", "k"); return err }, coordinator.AuthorityUnavailable},
+		{"get", func() error { _, err := fencedtxn.Get(bg, c, "t", "k"); return err }, coordinator.AuthorityUnavailable},
+		{"session close", func() error { return s.Close(bg) }, coordinator.OutcomeUnknown},
+	} {
+		start := time.Now()
+		err := tc.call()
+		if took := time.Since(start); took > limit {
+			t.Fatalf("%s took %v with no deadline of its own; the request timeout is %v", tc.name, took, timeout)
+		}
+		lgtest.Want(t, err, tc.want)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "request timeout") {
+			t.Fatalf("%s: %v; want the request timeout named as the cause", tc.name, err)
+		}
+	}
+}
+
+// TestRequestsEtcdNeverAccepts: too many ops, a key written twice, a
+// request over the size limit are invalid_input before any I/O (shown by a
+// context already cancelled, which would be authority_unavailable had the
+// request been tried); etcd's own answers to them are invalid_input too.
+func TestRequestsEtcdNeverAccepts(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
+	puts := func(n int, size int) []clientv3.Op {
+		ops := make([]clientv3.Op, n)
+		for i := range ops {
+			ops[i] = clientv3.OpPut("/app/"+strings.Repeat("k", i+1), strings.Repeat("v", size))
+		}
+		return ops
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	before := lgtest.Snap(t, c.Client(), "")
+	for name, ops := range map[string][]clientv3.Op{
+		// Commit puts 2 keys of its own: 127 of the caller's make 129.
+		"too many ops":    puts(127, 1),
+		"duplicate key":   {clientv3.OpPut("/app/x", "1"), clientv3.OpPut("/app/x", "2")},
+		"put and delete":  {clientv3.OpPut("/app/x", "1"), clientv3.OpDelete("/app/x")},
+		"inside a delete": {clientv3.OpPut("/app/x/y", "1"), clientv3.OpDelete("/app/x/", clientv3.WithPrefix())},
+		"too large":       puts(2, 800<<10),
+	} {
+		_, err := fencedtxn.Commit(done, c, g, in, fencedtxn.WithOps(ops...))
+		if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Fatalf("%s: %v; want invalid_input before any I/O", name, err)
+		}
+	}
+	// Coordinator.Txn, the path of every package built on coordinator,
+	// refuses them the same way (Commit refuses range deletes itself).
+	for name, r := range map[string]coordinator.TxnRequest{
+		"put inside a deleted range":       {Op: "test", Then: []clientv3.Op{clientv3.OpPut("/app/x/y", "1"), clientv3.OpDelete("/app/x/", clientv3.WithPrefix())}},
+		"put inside a deleted range, else": {Op: "test", Else: []clientv3.Op{clientv3.OpDelete("/app/", clientv3.WithFromKey()), clientv3.OpPut("/app/z", "1")}},
+		"too many compares":                {Op: "test", If: make([]clientv3.Cmp, 129)},
+	} {
+		_, err := c.Txn(done, r)
+		if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Fatalf("%s: %v; want invalid_input before any I/O", name, err)
+		}
+	}
+	// 126 caller ops + 2 of Commit's own fit in etcd's default 128.
+	if _, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(puts(126, 1)...)); err != nil {
+		t.Fatalf("commit of 128 ops: %v", err)
+	}
+	before = lgtest.Snap(t, c.Client(), "")
+
+	// A coordinator told the cluster allows more than it does: etcd's own
+	// refusals are invalid_input too, and nothing is written.
+	loose := lgtest.CoordinatorOf(t, c.Client(), coordinator.WithMaxTxnOps(1000), coordinator.WithMaxRequestBytes(8<<20))
+	in.Operation, in.ExpectedVersion = "op2", 1
+	for name, ops := range map[string][]clientv3.Op{
+		"etcd: too many ops":        puts(200, 1),
+		"etcd: request too large":   puts(2, 850<<10),
+		"gRPC: over its send limit": puts(3, 900<<10),
+	} {
+		_, err := fencedtxn.Commit(ctx, loose, g, in, fencedtxn.WithOps(ops...))
+		if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+			t.Fatalf("%s: %v; want invalid_input", name, err)
+		}
+	}
+	if d := before.Diff(lgtest.Snap(t, c.Client(), "")); d != "" {
+		t.Fatalf("refused requests wrote:\n%s", d)
+	}
+}
+
+// TestEndpointThatIsNotEtcd: a plain HTTP/2 server answering 404 makes
+// every read authority_unavailable with a detail naming the endpoint —
+// never outcome_unknown.
+func TestEndpointThatIsNotEtcd(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler(), Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	ep := "http://" + l.Addr().String()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second,
+		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := lgtest.Ctx(t)
+	for name, open := range map[string]func(context.Context, *clientv3.Client, ...coordinator.Option) (*coordinator.Coordinator, error){
+		"New": coordinator.New, "Open": coordinator.Open,
+	} {
+		_, err := open(ctx, cli)
+		lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+		if want := "endpoint " + ep + " did not answer as etcd"; !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v; want %q", name, err, want)
+		}
+	}
+}

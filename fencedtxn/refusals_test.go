@@ -1,0 +1,183 @@
+package fencedtxn_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestRefusalsTheSuiteMissed pins behaviours that a deliberately broken
+// build once passed the suite without (issue 6, "Tests the suite is
+// missing"). The subtests share one cluster; each uses its own tasks.
+func TestRefusalsTheSuiteMissed(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	prefix := c.Keys().Prefix()
+	intent := func(task, op, value string, expected int64) fencedtxn.Intent {
+		return fencedtxn.Intent{Tenant: "t", Task: task, Operation: op, Value: []byte(value), ExpectedVersion: expected}
+	}
+	commit := func(t *testing.T, c *coordinator.Coordinator, g coordinator.Grant, in fencedtxn.Intent) {
+		t.Helper()
+		if _, err := fencedtxn.Commit(ctx, c, g, in); err != nil {
+			t.Fatalf("commit %s: %v", in.Operation, err)
+		}
+	}
+	// refusedWritingNothing runs a commit that must be refused with want and
+	// leave the keyspace byte for byte unchanged.
+	refusedWritingNothing := func(t *testing.T, g coordinator.Grant, in fencedtxn.Intent, want coordinator.Disposition) {
+		t.Helper()
+		before := lgtest.Snap(t, c.Client(), prefix)
+		_, err := fencedtxn.Commit(ctx, c, g, in)
+		lgtest.Want(t, err, want)
+		if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
+			t.Fatalf("refused commit wrote:\n%s", d)
+		}
+	}
+
+	t.Run("a coordinator that has not seen a rotation claims a never-claimed task", func(t *testing.T) {
+		// Its own prefix: a rotation touches every task of a keyspace.
+		unseen := lgtest.Coordinator(t, cl, coordinator.WithPrefix("/rotated"))
+		rotator := lgtest.Coordinator(t, cl, coordinator.WithPrefix("/rotated"))
+		s := lgtest.Session(t, unseen, "worker", 10*time.Second)
+		fresh, err := rotator.RotateRealm(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := lgtest.Claim(t, s, "t", "never-claimed")
+		if g.Realm != fresh {
+			t.Fatalf("grant realm %s; want the rotated realm %s", g.Realm, fresh)
+		}
+		commit(t, unseen, g, intent("never-claimed", "op", "v", 0))
+	})
+
+	t.Run("two sessions with the same owner label: the second claim is busy", func(t *testing.T) {
+		first := lgtest.Session(t, c, "same-label", 10*time.Second)
+		second := lgtest.Session(t, c, "same-label", 10*time.Second)
+		g := lgtest.Claim(t, first, "t", "same-label")
+		_, err := second.Claim(ctx, "t", "same-label")
+		lgtest.Want(t, err, coordinator.Busy)
+		if own, err := c.Owner(ctx, "t", "same-label"); err != nil || own.Lease != g.Lease || own.Epoch != g.Epoch {
+			t.Fatalf("owner after the second claim: %+v %v", own, err)
+		}
+	})
+
+	t.Run("a committed operation id reused with a new payload at the current version", func(t *testing.T) {
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "reused")
+		commit(t, c, g, intent("reused", "op", "first", 0))
+		refusedWritingNothing(t, g, intent("reused", "op", "second", 1), coordinator.OperationConflict)
+	})
+
+	t.Run("a stale owner retrying its own committed operation", func(t *testing.T) {
+		a := lgtest.Session(t, c, "a", 10*time.Second)
+		ga := lgtest.Claim(t, a, "t", "retried")
+		in := intent("retried", "op", "v", 0)
+		commit(t, c, ga, in)
+		if err := c.RevokeLease(ctx, a.Lease()); err != nil {
+			t.Fatal(err)
+		}
+		lgtest.Claim(t, lgtest.Session(t, c, "b", 10*time.Second), "t", "retried")
+		refusedWritingNothing(t, ga, in, coordinator.StaleOwner) // not historical_retry: receipts go to the current owner only
+	})
+
+	t.Run("A superseded by B, B releases: A is stale, not expired", func(t *testing.T) {
+		a := lgtest.Session(t, c, "a", 10*time.Second)
+		ga := lgtest.Claim(t, a, "t", "superseded")
+		if err := c.RevokeLease(ctx, a.Lease()); err != nil {
+			t.Fatal(err)
+		}
+		gb := lgtest.Claim(t, lgtest.Session(t, c, "b", 10*time.Second), "t", "superseded")
+		if err := c.Release(ctx, gb); err != nil {
+			t.Fatal(err)
+		}
+		refusedWritingNothing(t, ga, intent("superseded", "op", "v", 0), coordinator.StaleOwner)
+		lgtest.Want(t, c.Release(ctx, ga), coordinator.StaleOwner)
+	})
+
+	t.Run("an 80-byte label is accepted, 81 refused", func(t *testing.T) {
+		l80, l81 := strings.Repeat("x", 80), strings.Repeat("y", 81)
+		s := lgtest.Session(t, c, l80, 10*time.Second)
+		g, err := s.Claim(ctx, l80, l80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit(t, c, g, fencedtxn.Intent{Tenant: l80, Task: l80, Operation: l80})
+		for _, label := range []struct{ tenant, task, op string }{{l81, l80, l80}, {l80, l81, l80}, {l80, l80, l81}} {
+			_, err := s.Claim(ctx, label.tenant, label.task)
+			if label.op == l80 {
+				lgtest.Want(t, err, coordinator.InvalidInput)
+			}
+			_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: label.tenant, Task: label.task, Operation: label.op, ExpectedVersion: 1})
+			lgtest.Want(t, err, coordinator.InvalidInput)
+		}
+		_, err = c.NewSession(ctx, l81, 10*time.Second)
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	})
+
+	t.Run("the fence key deleted behind leasegate's back", func(t *testing.T) {
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "fence-deleted")
+		if _, err := c.Client().Delete(ctx, c.Keys().Fence("t", "fence-deleted")); err != nil {
+			t.Fatal(err)
+		}
+		refusedWritingNothing(t, g, intent("fence-deleted", "op", "v", 0), coordinator.StaleOwner)
+	})
+
+	t.Run("the owner key rewritten with the same label and lease behind leasegate's back", func(t *testing.T) {
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "owner-rewritten")
+		if _, err := c.Client().Put(ctx, c.Keys().Owner("t", "owner-rewritten"), g.Owner, clientv3.WithLease(clientv3.LeaseID(g.Lease))); err != nil {
+			t.Fatal(err)
+		}
+		refusedWritingNothing(t, g, intent("owner-rewritten", "op", "v", 0), coordinator.StaleOwner)
+	})
+}
+
+// deadliner lets every Txn reach etcd and apply, then answers
+// DeadlineExceeded, as a client whose every attempt timed out would see.
+type deadliner struct{ armed atomic.Bool }
+
+func (d *deadliner) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if method == "/etcdserverpb.KV/Txn" && d.armed.Load() {
+		return status.Error(codes.DeadlineExceeded, "context deadline exceeded (answer replaced by the test)")
+	}
+	return err
+}
+
+// TestEveryAttemptDeadlineExceededIsOutcomeUnknown: a write etcd applied
+// whose every answer was DeadlineExceeded is outcome_unknown — never a hold
+// — and retrying the same intent learns it applied.
+func TestEveryAttemptDeadlineExceededIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	d := &deadliner{}
+	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ctx := lgtest.Ctx(t)
+	c := lgtest.CoordinatorOf(t, cli)
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
+	d.armed.Store(true)
+	_, err = fencedtxn.Commit(ctx, c, g, in)
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	d.armed.Store(false)
+	r, err := fencedtxn.Commit(ctx, c, g, in)
+	if err != nil || r.Disposition != coordinator.HistoricalRetry {
+		t.Fatalf("retry: %+v %v; want historical_retry (the first attempt applied)", r, err)
+	}
+}
