@@ -20,16 +20,21 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 )
 
-// Config says what Run measures and where.
-type Config struct {
-	// Endpoints of the etcd to measure; empty starts an embedded member
-	// with its data under Dir.
+// Etcd says which etcd a run measures.
+type Etcd struct {
+	// Endpoints of the etcd to measure; empty (and no Client) starts an
+	// embedded member with its data under Dir.
 	Endpoints []string
 	Dir       string
 	// NoFsync (embedded only) turns etcd's fsync off (UnsafeNoFsync).
 	NoFsync bool
 	// Client, if set, is used instead of a client of Endpoints (TLS, auth).
 	Client *clientv3.Client
+}
+
+// Config says what Run measures and where.
+type Config struct {
+	Etcd
 
 	Workers  []int         // worker counts; default 1, 16, 64
 	Rounds   int           // interleaved rounds; default 3
@@ -132,17 +137,26 @@ func (cfg *Config) check() error {
 			return bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
 		}
 	}
-	if len(cfg.Endpoints) == 0 && cfg.Client == nil && cfg.Dir == "" {
-		return bad("an embedded etcd needs a data directory")
-	}
-	if (len(cfg.Endpoints) > 0 || cfg.Client != nil) && cfg.NoFsync {
-		return bad("--unsafe-no-fsync applies to the embedded etcd only")
+	if err := cfg.Etcd.check(); err != nil {
+		return err
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = "/leasegate-bench-" + uuid.NewString()[:8]
+		cfg.Prefix = freshPrefix()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+func freshPrefix() string { return "/leasegate-bench-" + uuid.NewString()[:8] }
+
+func (e Etcd) check() error {
+	if len(e.Endpoints) == 0 && e.Client == nil && e.Dir == "" {
+		return coordinator.Invalid("bench", "an embedded etcd needs a data directory")
+	}
+	if (len(e.Endpoints) > 0 || e.Client != nil) && e.NoFsync {
+		return coordinator.Invalid("bench", "--unsafe-no-fsync applies to the embedded etcd only")
 	}
 	return nil
 }
@@ -156,7 +170,7 @@ type target struct {
 	close  func()
 }
 
-func (cfg *Config) open() (*target, error) {
+func (cfg Etcd) open() (*target, error) {
 	if cfg.Client != nil {
 		return &target{client: cfg.Client, etcd: strings.Join(cfg.Client.Endpoints(), ","), fsync: "cluster's own", close: func() {}}, nil
 	}
@@ -195,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	tg, err := cfg.open()
+	tg, err := cfg.Etcd.open()
 	if err != nil {
 		return nil, err
 	}

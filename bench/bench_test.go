@@ -16,7 +16,7 @@ func TestRunSmoke(t *testing.T) {
 	t.Parallel()
 	rounds, workers := 2, []int{1, 3}
 	var cells int
-	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Dir: t.TempDir(), NoFsync: true, Workers: workers,
+	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: workers,
 		Rounds: rounds, Duration: 20 * time.Millisecond, Progress: func(done, total int) { cells = done }})
 	if err != nil {
 		t.Fatal(err)
@@ -60,10 +60,10 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]bench.Config{
 		"no data dir":         {},
-		"zero workers":        {Dir: t.TempDir(), Workers: []int{0}},
-		"unknown variant":     {Dir: t.TempDir(), Variants: []string{"nope"}},
-		"negative rounds":     {Dir: t.TempDir(), Rounds: -1},
-		"no-fsync on cluster": {Endpoints: []string{"127.0.0.1:1"}, NoFsync: true},
+		"zero workers":        {Etcd: bench.Etcd{Dir: t.TempDir()}, Workers: []int{0}},
+		"unknown variant":     {Etcd: bench.Etcd{Dir: t.TempDir()}, Variants: []string{"nope"}},
+		"negative rounds":     {Etcd: bench.Etcd{Dir: t.TempDir()}, Rounds: -1},
+		"no-fsync on cluster": {Etcd: bench.Etcd{Endpoints: []string{"127.0.0.1:1"}, NoFsync: true}},
 	} {
 		_, err := bench.Run(lgtest.Ctx(t), cfg)
 		if coordinator.DispositionOf(err) != coordinator.InvalidInput {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -33,15 +32,13 @@ A progress bar goes to stderr when stderr is a terminal.`,
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
 			"leasegate --endpoints 10.0.0.1:2379 bench --rounds 3"),
-		Flags: []cli.Flag{
+		Flags: append(etcdFlags(),
 			&cli.StringFlag{Name: "workers", Usage: "worker counts, comma-separated", Value: "1,16,64"},
 			&cli.IntFlag{Name: "rounds", Usage: "interleaved rounds", Value: 3},
 			&cli.DurationFlag{Name: "duration", Usage: "how long each cell (one variant at one worker count in one round) runs", Value: time.Second},
 			&cli.StringFlag{Name: "variants", Usage: "variants to run, comma-separated: " + strings.Join(bench.Variants, ",") + " (default all)"},
-			&cli.BoolFlag{Name: "unsafe-no-fsync", Usage: "embedded etcd only: do not fsync (faster, loses writes on a crash)"},
-			&cli.StringFlag{Name: "data-dir", Usage: "embedded etcd's data directory (default: a temporary directory, removed afterwards)", TakesFile: true},
 			metricsAddrFlag(),
-		},
+		),
 		Action: benchRun,
 	}
 }
@@ -57,7 +54,7 @@ func benchRun(c *cli.Context) error {
 		return err
 	}
 	op := c.Command.FullName()
-	cfg := bench.Config{Rounds: c.Int("rounds"), Duration: c.Duration("duration"), NoFsync: c.Bool("unsafe-no-fsync")}
+	cfg := bench.Config{Rounds: c.Int("rounds"), Duration: c.Duration("duration")}
 	if cfg.Rounds < 1 || cfg.Duration <= 0 {
 		return coordinator.Invalid(op, "--rounds %d and --duration %v must be positive", cfg.Rounds, cfg.Duration)
 	}
@@ -75,44 +72,19 @@ func benchRun(c *cli.Context) error {
 	}
 	g := globalsOf(c)
 	cfg.Logger = g.lg
-	if c.IsSet("endpoints") {
-		if c.IsSet("data-dir") {
-			return coordinator.Invalid(op, "--data-dir is for the embedded etcd; drop it or --endpoints")
-		}
-		if cfg.NoFsync {
-			return coordinator.Invalid(op, "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own")
-		}
-		client, err := newClient(g)
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		cfg.Client = client
-	} else {
-		dir := c.String("data-dir")
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "leasegate-bench-")
-			if err != nil {
-				return coordinator.Invalid(op, "temporary directory: %v", err)
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
-		}
-		cfg.Dir = dir
+	etcd, closeEtcd, err := benchEtcd(c)
+	if err != nil {
+		return err
 	}
+	defer closeEtcd()
+	cfg.Etcd = etcd
 	metrics, stopMetrics, err := serveMetrics(c)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	cfg.Registerer = metrics
-	if bar := progressBar(c.App.ErrWriter); bar != nil {
-		defer bar.Close()
-		cfg.Progress = func(done, total int) {
-			bar.ChangeMax(total)
-			_ = bar.Set(done)
-		}
-	}
+	cfg.Progress = progress(c)
 	rep, err := bench.Run(c.Context, cfg)
 	if err != nil {
 		return err
@@ -120,14 +92,60 @@ func benchRun(c *cli.Context) error {
 	return g.out.result(benchOutput{Disposition: ok, Report: rep}, benchTable(rep))
 }
 
-// progressBar is a bar on w when w is a terminal, else nil.
-func progressBar(w io.Writer) *progressbar.ProgressBar {
+// benchEtcd is the etcd a bench command measures: the cluster at
+// --endpoints when given, else an embedded member in --data-dir or a
+// temporary directory (removed by the returned func).
+func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
+	op := c.Command.FullName()
+	nofsync := c.Bool("unsafe-no-fsync")
+	if c.IsSet("endpoints") {
+		if c.IsSet("data-dir") {
+			return bench.Etcd{}, nil, coordinator.Invalid(op, "--data-dir is for the embedded etcd; drop it or --endpoints")
+		}
+		if nofsync {
+			return bench.Etcd{}, nil, coordinator.Invalid(op, "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own")
+		}
+		client, err := newClient(globalsOf(c))
+		if err != nil {
+			return bench.Etcd{}, nil, err
+		}
+		return bench.Etcd{Client: client}, func() { _ = client.Close() }, nil
+	}
+	if dir := c.String("data-dir"); dir != "" {
+		return bench.Etcd{Dir: dir, NoFsync: nofsync}, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "leasegate-bench-")
+	if err != nil {
+		return bench.Etcd{}, nil, coordinator.Invalid(op, "temporary directory: %v", err)
+	}
+	return bench.Etcd{Dir: tmp, NoFsync: nofsync}, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
+// etcdFlags select the etcd of a bench command.
+func etcdFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "unsafe-no-fsync", Usage: "embedded etcd only: do not fsync (faster, loses writes on a crash)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "embedded etcd's data directory (default: a temporary directory, removed afterwards)", TakesFile: true},
+	}
+}
+
+// progress is a progress callback drawing a bar on stderr when stderr is
+// a terminal, else nil.
+func progress(c *cli.Context) func(done, total int) {
+	w := c.App.ErrWriter
 	f, isFile := w.(*os.File)
 	if !isFile || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return progressbar.NewOptions(1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("bench"),
+	bar := progressbar.NewOptions(1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(c.Command.FullName()),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	return func(done, total int) {
+		bar.ChangeMax(total)
+		_ = bar.Set(done)
+		if done == total {
+			_ = bar.Finish()
+		}
+	}
 }
 
 func benchTable(r *bench.Report) table {
