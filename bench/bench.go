@@ -22,14 +22,16 @@ import (
 
 // Etcd says which etcd a run measures.
 type Etcd struct {
-	// Endpoints of the etcd to measure; empty (and no Client) starts an
+	// Endpoints of the etcd to measure; empty (and no Dial) starts an
 	// embedded member with its data under Dir.
 	Endpoints []string
 	Dir       string
 	// NoFsync (embedded only) turns etcd's fsync off (UnsafeNoFsync).
 	NoFsync bool
-	// Client, if set, is used instead of a client of Endpoints (TLS, auth).
-	Client *clientv3.Client
+	// Dial, if set, opens clients of the etcd to measure instead of plain
+	// clients of Endpoints (TLS, auth); Label names it in the report.
+	Dial  func() (*clientv3.Client, error)
+	Label string
 }
 
 // Config says what Run measures and where.
@@ -152,54 +154,65 @@ func (cfg *Config) check() error {
 func freshPrefix() string { return "/leasegate-bench-" + uuid.NewString()[:8] }
 
 func (e Etcd) check() error {
-	if len(e.Endpoints) == 0 && e.Client == nil && e.Dir == "" {
+	if len(e.Endpoints) == 0 && e.Dial == nil && e.Dir == "" {
 		return coordinator.Invalid("bench", "an embedded etcd needs a data directory")
 	}
-	if (len(e.Endpoints) > 0 || e.Client != nil) && e.NoFsync {
+	if (len(e.Endpoints) > 0 || e.Dial != nil) && e.NoFsync {
 		return coordinator.Invalid("bench", "--unsafe-no-fsync applies to the embedded etcd only")
 	}
 	return nil
 }
 
-// target is an etcd to measure: its client and a way to close what Run
-// started.
+// target is an etcd to measure: a client of it, a way to open more, and a
+// way to close what the run started.
 type target struct {
 	client *clientv3.Client
+	dial   func() (*clientv3.Client, error)
 	etcd   string
 	fsync  string
 	close  func()
 }
 
-func (cfg Etcd) open() (*target, error) {
-	if cfg.Client != nil {
-		return &target{client: cfg.Client, etcd: strings.Join(cfg.Client.Endpoints(), ","), fsync: "cluster's own", close: func() {}}, nil
-	}
-	if len(cfg.Endpoints) > 0 {
-		cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second,
-			DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
-		if err != nil {
-			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect", Err: err}
+func (e Etcd) open() (*target, error) {
+	tg := &target{etcd: e.Label, fsync: "cluster's own", dial: e.Dial, close: func() {}}
+	switch {
+	case e.Dial != nil:
+	case len(e.Endpoints) > 0:
+		tg.etcd = strings.Join(e.Endpoints, ",")
+		tg.dial = plainDial(e.Endpoints)
+	default:
+		opts := []embedtest.Option{}
+		tg.etcd, tg.fsync = "embedded", "off"
+		if !e.NoFsync {
+			opts = append(opts, embedtest.WithFsync())
+			tg.fsync = "on"
 		}
-		return &target{client: cli, etcd: strings.Join(cfg.Endpoints, ","), fsync: "cluster's own", close: func() { _ = cli.Close() }}, nil
+		cl, err := embedtest.Start(e.Dir, opts...)
+		if err != nil {
+			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "start the embedded etcd", Err: err}
+		}
+		tg.close = cl.Close
+		// Dial etcd directly, not through embedtest's fault proxy.
+		tg.dial = plainDial([]string{cl.Member(0).DirectClientURL()})
 	}
-	opts := []embedtest.Option{}
-	fsync := "off"
-	if !cfg.NoFsync {
-		opts = append(opts, embedtest.WithFsync())
-		fsync = "on"
-	}
-	cl, err := embedtest.Start(cfg.Dir, opts...)
+	cli, err := tg.dial()
 	if err != nil {
-		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "start the embedded etcd", Err: err}
-	}
-	// Dial etcd directly, not through embedtest's fault proxy.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cl.Member(0).DirectClientURL()}, DialTimeout: 5 * time.Second,
-		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
-	if err != nil {
-		cl.Close()
+		tg.close()
 		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect", Err: err}
 	}
-	return &target{client: cli, etcd: "embedded", fsync: fsync, close: func() { _ = cli.Close(); cl.Close() }}, nil
+	stop := tg.close
+	tg.client, tg.close = cli, func() { _ = cli.Close(); stop() }
+	if tg.etcd == "" {
+		tg.etcd = strings.Join(cli.Endpoints(), ",")
+	}
+	return tg, nil
+}
+
+func plainDial(endpoints []string) func() (*clientv3.Client, error) {
+	return func() (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+			DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	}
 }
 
 // Run measures every variant at every worker count, in interleaved rounds:

@@ -71,3 +71,22 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeoverSmoke: one trial of every cause and contender succeeds, and
+// the figures are consistent (death precedes deletion precedes the write).
+func TestTakeoverSmoke(t *testing.T) {
+	t.Parallel()
+	rep, err := bench.Takeover(lgtest.Ctx(t), bench.TakeoverConfig{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true},
+		Trials: 1, TTL: time.Second, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != len(bench.Causes)*len(bench.Contenders) {
+		t.Fatalf("%d results: %+v", len(rep.Results), rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Trials != 1 || r.Failures != 0 || r.FromDeletion.P50Ms <= 0 || r.FromDeath.P50Ms < r.FromDeletion.P50Ms {
+			t.Errorf("result %+v", r)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/term"
 
 	"github.com/leasegate/leasegate/bench"
@@ -38,8 +39,12 @@ A progress bar goes to stderr when stderr is a terminal.`,
 			&cli.DurationFlag{Name: "duration", Usage: "how long each cell (one variant at one worker count in one round) runs", Value: time.Second},
 			&cli.StringFlag{Name: "variants", Usage: "variants to run, comma-separated: " + strings.Join(bench.Variants, ",") + " (default all)"},
 			metricsAddrFlag(),
+			// bench has subcommands, so app.go's prepare gives it no -o.
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table or json (overrides the global -o)"},
 		),
-		Action: benchRun,
+		Before:      commandOutput,
+		Action:      benchRun,
+		Subcommands: []*cli.Command{benchTakeoverCommand()},
 	}
 }
 
@@ -65,11 +70,7 @@ func benchRun(c *cli.Context) error {
 		}
 		cfg.Workers = append(cfg.Workers, n)
 	}
-	if v := c.String("variants"); v != "" {
-		for _, f := range strings.Split(v, ",") {
-			cfg.Variants = append(cfg.Variants, strings.TrimSpace(f))
-		}
-	}
+	cfg.Variants = commaList(c.String("variants"))
 	g := globalsOf(c)
 	cfg.Logger = g.lg
 	etcd, closeEtcd, err := benchEtcd(c)
@@ -105,11 +106,8 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 		if nofsync {
 			return bench.Etcd{}, nil, coordinator.Invalid(op, "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own")
 		}
-		client, err := newClient(globalsOf(c))
-		if err != nil {
-			return bench.Etcd{}, nil, err
-		}
-		return bench.Etcd{Client: client}, func() { _ = client.Close() }, nil
+		g := globalsOf(c)
+		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return newClient(g) }}, func() {}, nil
 	}
 	if dir := c.String("data-dir"); dir != "" {
 		return bench.Etcd{Dir: dir, NoFsync: nofsync}, func() {}, nil
@@ -167,4 +165,80 @@ func benchTable(r *bench.Report) table {
 	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, %s, load %s → %s; %d rounds of %d ms cells",
 		r.Etcd, r.Fsync, r.Machine.CPUs, r.Machine.Go, r.Machine.LoadStart, r.Machine.LoadEnd, r.Rounds, r.CellMs)})
 	return t
+}
+
+func benchTakeoverCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "takeover",
+		Usage: "measure how fast a waiting successor completes its first protected write after the holder dies",
+		Description: example(`In each trial a holder holds a task and a contender waits for it; the holder
+dies — its lease is revoked (cause revoke), or its client is closed and the lease
+runs out (cause expiry) — and the contender takes over and completes its first
+protected write. Contenders: acquire (leasegate's Session.Acquire, which
+watches the owner key), poll (claims every --poll-interval, as client-go's
+leader election retries every RetryPeriod) and election (etcd's
+concurrency.Election.Campaign, then a write guarded by its leader key). Prints
+p50/p99/max from the owner key's deletion (for revoke: from the revoke's send,
+an upper bound) and from the holder's death to the committed write.`,
+			"leasegate bench takeover",
+			"leasegate bench takeover --trials 50 --causes revoke --contenders acquire,election -o json"),
+		Flags: append(etcdFlags(),
+			&cli.IntFlag{Name: "trials", Usage: "trials per cause and contender", Value: 20},
+			&cli.DurationFlag{Name: "ttl", Usage: "the holder's lease TTL (whole seconds)", Value: 2 * time.Second},
+			&cli.DurationFlag{Name: "poll-interval", Usage: "the polling contender's period", Value: 2 * time.Second},
+			&cli.StringFlag{Name: "causes", Usage: "how the holder dies, comma-separated: " + strings.Join(bench.Causes, ",") + " (default all)"},
+			&cli.StringFlag{Name: "contenders", Usage: "contenders, comma-separated: " + strings.Join(bench.Contenders, ",") + " (default all)"},
+		),
+		Action: benchTakeover,
+	}
+}
+
+// takeoverOutput is bench takeover's result with -o json.
+type takeoverOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	*bench.TakeoverReport
+}
+
+func benchTakeover(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	op := c.Command.FullName()
+	cfg := bench.TakeoverConfig{Trials: c.Int("trials"), TTL: c.Duration("ttl"), PollInterval: c.Duration("poll-interval"),
+		Causes: commaList(c.String("causes")), Contenders: commaList(c.String("contenders")), Logger: globalsOf(c).lg}
+	if cfg.Trials < 1 || cfg.TTL <= 0 || cfg.PollInterval <= 0 {
+		return coordinator.Invalid(op, "--trials %d, --ttl %v and --poll-interval %v must be positive", cfg.Trials, cfg.TTL, cfg.PollInterval)
+	}
+	etcd, closeEtcd, err := benchEtcd(c)
+	if err != nil {
+		return err
+	}
+	defer closeEtcd()
+	cfg.Etcd = etcd
+	cfg.Progress = progress(c)
+	rep, err := bench.Takeover(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	t := table{header: []string{"CAUSE", "CONTENDER", "TRIALS", "FAILURES", "DEL-P50-MS", "DEL-P99-MS", "DEATH-P50-MS", "DEATH-P99-MS", "DEATH-MAX-MS"}}
+	for _, r := range rep.Results {
+		t.rows = append(t.rows, []string{r.Cause, r.Contender, strconv.Itoa(r.Trials), strconv.Itoa(r.Failures),
+			fmt.Sprintf("%.1f", r.FromDeletion.P50Ms), fmt.Sprintf("%.1f", r.FromDeletion.P99Ms),
+			fmt.Sprintf("%.1f", r.FromDeath.P50Ms), fmt.Sprintf("%.1f", r.FromDeath.P99Ms), fmt.Sprintf("%.1f", r.FromDeath.MaxMs)})
+	}
+	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, holder TTL %d ms, poll every %d ms, load %s → %s",
+		rep.Etcd, rep.Fsync, rep.Machine.CPUs, rep.TTLMs, rep.PollMs, rep.Machine.LoadStart, rep.Machine.LoadEnd)})
+	return globalsOf(c).out.result(takeoverOutput{Disposition: ok, TakeoverReport: rep}, t)
+}
+
+// commaList splits a comma-separated flag value; "" is nil (the default).
+func commaList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
 }

@@ -48,6 +48,14 @@ func TestBench(t *testing.T) {
 			t.Fatalf("bench left %d keys behind (%v)", resp.Count, err)
 		}
 	})
+	t.Run("takeover", func(t *testing.T) {
+		r := execApp(t, call{}, "-o", "json", "bench", "takeover", "--unsafe-no-fsync", "--trials", "1", "--causes", "revoke",
+			"--contenders", "acquire,election")
+		obj := want(t, r, cli.ExitDone, "ok")
+		if results, _ := obj["results"].([]any); len(results) != 2 {
+			t.Fatalf("results %v", obj)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		e := newEnv(t)
 		for _, args := range [][]string{
@@ -56,6 +64,9 @@ func TestBench(t *testing.T) {
 			{"bench", "--unsafe-no-fsync"}, // with --endpoints
 			{"bench", "--rounds", "0", "--workers", "1"},
 			{"bench", "stray"},
+			{"bench", "takeover", "--trials", "0"},
+			{"bench", "takeover", "--causes", "fire"},
+			{"bench", "takeover", "--ttl", "1500ms"},
 		} {
 			want(t, e.lg(t, args...), cli.ExitInvalid, coordinator.InvalidInput)
 		}

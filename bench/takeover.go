@@ -1,0 +1,491 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/fencedtxn"
+)
+
+// How the holder dies.
+const (
+	// Revoke: the holder's lease is revoked (an operator's forced expiry,
+	// or a holder that closes its session). The owner key goes when the
+	// revoke applies; the revoke's send time stands for the deletion, so
+	// the figure is an upper bound.
+	Revoke = "revoke"
+	// Expiry: the holder's process dies (its client is closed: no more
+	// keepalives, nothing revoked) and etcd expires the lease after its
+	// TTL. The deletion time is when a separate watcher saw the delete.
+	Expiry = "expiry"
+)
+
+// The contenders.
+const (
+	// Acquire: leasegate's Session.Acquire, which watches the owner key.
+	Acquire = "acquire"
+	// Poll: claims every PollInterval until granted, as client-go's leader
+	// election retries every RetryPeriod.
+	Poll = "poll"
+	// Campaign: etcd's concurrency.Election.Campaign.
+	Campaign = "election"
+)
+
+// Causes and Contenders list every cause and contender.
+var (
+	Causes     = []string{Revoke, Expiry}
+	Contenders = []string{Acquire, Poll, Campaign}
+)
+
+// TakeoverConfig says what Takeover measures.
+type TakeoverConfig struct {
+	Etcd
+	Trials       int           // per cause and contender; default 20
+	TTL          time.Duration // the holder's lease TTL; default 2s
+	PollInterval time.Duration // the polling contender's period; default 2s (client-go's RetryPeriod)
+	Causes       []string      // default Causes
+	Contenders   []string      // default Contenders
+	Progress     func(done, total int)
+	Logger       *zap.Logger
+	Prefix       string
+}
+
+// TakeoverReport is Takeover's result.
+type TakeoverReport struct {
+	Etcd    string           `json:"etcd"`
+	Fsync   string           `json:"fsync"`
+	Machine Machine          `json:"machine"`
+	TTLMs   int64            `json:"ttl_ms"`
+	PollMs  int64            `json:"poll_ms"`
+	Results []TakeoverResult `json:"results"`
+}
+
+// TakeoverResult is one cause and contender over every trial: the time
+// from the owner key's deletion, and from the holder's death, to the
+// successor's first committed protected write.
+type TakeoverResult struct {
+	Cause        string  `json:"cause"`
+	Contender    string  `json:"contender"`
+	Trials       int     `json:"trials"`
+	Failures     int     `json:"failures"`
+	FromDeletion Latency `json:"from_deletion"`
+	FromDeath    Latency `json:"from_death"`
+	fromDel      []time.Duration
+	fromDeath    []time.Duration
+}
+
+// Latency summarizes trials' latencies.
+type Latency struct {
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+}
+
+func (cfg *TakeoverConfig) check() error {
+	bad := func(format string, args ...any) error { return coordinator.Invalid("bench takeover", format, args...) }
+	if cfg.Trials == 0 {
+		cfg.Trials = 20
+	}
+	if cfg.Trials < 1 || cfg.Trials > 10000 {
+		return bad("trials %d out of range 1..10000", cfg.Trials)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 2 * time.Second
+	}
+	if err := coordinator.CheckTTL(cfg.TTL); err != nil {
+		return bad("%v", err)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.PollInterval < time.Millisecond {
+		return bad("poll interval %v below 1ms", cfg.PollInterval)
+	}
+	if len(cfg.Causes) == 0 {
+		cfg.Causes = Causes
+	}
+	if len(cfg.Contenders) == 0 {
+		cfg.Contenders = Contenders
+	}
+	for _, c := range cfg.Causes {
+		if !slices.Contains(Causes, c) {
+			return bad("unknown cause %q; the causes are %s", c, strings.Join(Causes, ", "))
+		}
+	}
+	for _, c := range cfg.Contenders {
+		if !slices.Contains(Contenders, c) {
+			return bad("unknown contender %q; the contenders are %s", c, strings.Join(Contenders, ", "))
+		}
+	}
+	if err := cfg.Etcd.check(); err != nil {
+		return err
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = freshPrefix()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+// Takeover measures how fast a successor completes its first protected
+// write after the holder dies, for each cause and contender, the trials
+// interleaved.
+func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	tg, err := cfg.Etcd.open()
+	if err != nil {
+		return nil, err
+	}
+	defer tg.close()
+	defer cleanup(tg.client, cfg.Prefix)
+	rep := &TakeoverReport{Etcd: tg.etcd, Fsync: tg.fsync, TTLMs: cfg.TTL.Milliseconds(), PollMs: cfg.PollInterval.Milliseconds(),
+		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
+
+	// The contenders' coordinator signals when Acquire is waiting.
+	waiting := make(chan struct{}, 1)
+	lg := zap.New(zapcore.NewTee(cfg.Logger.Core(), &signalCore{msg: "busy; waiting", ch: waiting}))
+	c, err := coordinator.New(ctx, tg.client, coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(lg))
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.NewSession(ctx, "successor", 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSession(ctx, s)
+	cs, err := concurrency.NewSession(tg.client, concurrency.WithTTL(60), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		return nil, fmt.Errorf("bench takeover: concurrency session: %w", err)
+	}
+	defer cs.Close()
+	tk := &takeover{cfg: cfg, tg: tg, c: c, s: s, cs: cs, waiting: waiting}
+
+	results := map[string]*TakeoverResult{}
+	for _, cause := range cfg.Causes {
+		for _, who := range cfg.Contenders {
+			results[cause+"/"+who] = &TakeoverResult{Cause: cause, Contender: who}
+		}
+	}
+	total, done := cfg.Trials*len(cfg.Causes)*len(cfg.Contenders), 0
+	for i := range cfg.Trials {
+		for _, cause := range cfg.Causes {
+			for j := range cfg.Contenders {
+				who := cfg.Contenders[(i+j)%len(cfg.Contenders)]
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				r := results[cause+"/"+who]
+				r.Trials++
+				fromDel, fromDeath, err := tk.trial(ctx, fmt.Sprintf("%s-%s-%d", cause, who, i), cause, who)
+				if err != nil {
+					r.Failures++
+					cfg.Logger.Warn("takeover trial failed", zap.String("operation", cause+"/"+who), zap.Error(err))
+				} else {
+					r.fromDel = append(r.fromDel, fromDel)
+					r.fromDeath = append(r.fromDeath, fromDeath)
+				}
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, total)
+				}
+			}
+		}
+	}
+	for _, cause := range cfg.Causes {
+		for _, who := range cfg.Contenders {
+			r := results[cause+"/"+who]
+			r.FromDeletion, r.FromDeath = latencyOf(r.fromDel), latencyOf(r.fromDeath)
+			rep.Results = append(rep.Results, *r)
+		}
+	}
+	rep.Machine.LoadEnd = loadAvg()
+	return rep, nil
+}
+
+func latencyOf(ds []time.Duration) Latency {
+	slices.Sort(ds)
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	return Latency{P50Ms: ms(percentile(ds, 0.5)), P99Ms: ms(percentile(ds, 0.99)), MaxMs: ms(ds[len(ds)-1])}
+}
+
+type takeover struct {
+	cfg     TakeoverConfig
+	tg      *target
+	c       *coordinator.Coordinator
+	s       *coordinator.Session
+	cs      *concurrency.Session
+	waiting chan struct{}
+}
+
+// holder is the dying side of one trial.
+type holder struct {
+	client  *clientv3.Client // its own for Expiry (closed to kill it), the shared one for Revoke
+	lease   clientv3.LeaseID
+	key     string // the key whose deletion hands over: owner key, or election key
+	cleanup func()
+}
+
+// trial runs one takeover of task: a holder, a contender waiting (or
+// polling), the holder's death, the contender's first protected write.
+func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel, fromDeath time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*tk.cfg.TTL+2*tk.cfg.PollInterval+30*time.Second)
+	defer cancel()
+	h, err := tk.newHolder(ctx, task, cause, who)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer h.cleanup()
+
+	// The watcher that times the deletion, from the current revision.
+	wresp, err := tk.tg.client.Get(ctx, h.key)
+	if err != nil {
+		return 0, 0, err
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	deleted := make(chan time.Time, 1)
+	wch := tk.tg.client.Watch(wctx, h.key, clientv3.WithRev(wresp.Header.Revision+1), clientv3.WithFilterPut())
+	go func() {
+		for resp := range wch {
+			if len(resp.Events) > 0 {
+				deleted <- time.Now()
+				return
+			}
+		}
+	}()
+
+	// The contender, started and known to be waiting before the death.
+	ready := make(chan struct{})
+	type result struct {
+		at  time.Time
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		err := tk.contend(ctx, task, who, ready)
+		out <- result{time.Now(), err}
+	}()
+	select {
+	case <-ready:
+	case r := <-out:
+		return 0, 0, fmt.Errorf("contender returned before the holder died: %v", r.err)
+	}
+
+	died := time.Now()
+	switch cause {
+	case Revoke:
+		if _, err := tk.tg.client.Revoke(ctx, h.lease); err != nil {
+			return 0, 0, fmt.Errorf("revoke: %w", err)
+		}
+	case Expiry:
+		_ = h.client.Close()
+	}
+	r := <-out
+	if r.err != nil {
+		return 0, 0, r.err
+	}
+	var delAt time.Time
+	select {
+	case delAt = <-deleted:
+	case <-ctx.Done():
+		return 0, 0, fmt.Errorf("the deletion was never seen: %w", ctx.Err())
+	}
+	if cause == Revoke {
+		delAt = died // the revoke's send time: the deletion came later
+	}
+	return r.at.Sub(delAt), r.at.Sub(died), nil
+}
+
+// newHolder makes the task held: by a leasegate session for the Acquire
+// and Poll contenders, by an Election leader for Campaign.
+func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*holder, error) {
+	cli := tk.tg.client
+	closeCli := func() {}
+	if cause == Expiry {
+		var err error
+		if cli, err = tk.tg.dial(); err != nil {
+			return nil, err
+		}
+		closeCli = func() { _ = cli.Close() }
+	}
+	ttl := int(tk.cfg.TTL / time.Second)
+	if who == Campaign {
+		hs, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithContext(context.WithoutCancel(ctx)))
+		if err != nil {
+			closeCli()
+			return nil, err
+		}
+		e := concurrency.NewElection(hs, tk.electionPrefix(task))
+		if err := e.Campaign(ctx, "holder"); err != nil {
+			_ = hs.Close()
+			closeCli()
+			return nil, err
+		}
+		return &holder{client: cli, lease: hs.Lease(), key: string(e.Key()), cleanup: func() {
+			hs.Orphan()
+			closeCli()
+		}}, nil
+	}
+	hc, err := coordinator.New(ctx, cli, coordinator.WithPrefix(tk.cfg.Prefix))
+	if err != nil {
+		closeCli()
+		return nil, err
+	}
+	hs, err := hc.NewSession(ctx, "holder", tk.cfg.TTL)
+	if err != nil {
+		closeCli()
+		return nil, err
+	}
+	if _, err := hs.Claim(ctx, tenant, task); err != nil {
+		closeSession(ctx, hs)
+		closeCli()
+		return nil, err
+	}
+	return &holder{client: cli, lease: clientv3.LeaseID(hs.Lease()), key: tk.c.Keys().Owner(tenant, task), cleanup: func() {
+		closeCli()
+		closeSession(ctx, hs) // after the client is closed, only stops the keepalive
+	}}, nil
+}
+
+func (tk *takeover) electionPrefix(task string) string {
+	return tk.cfg.Prefix + "-plain/election/" + task
+}
+
+// contend takes the task over and completes its first protected write;
+// ready closes once it is waiting (or has polled once and found it busy).
+func (tk *takeover) contend(ctx context.Context, task, who string, ready chan struct{}) error {
+	switch who {
+	case Campaign:
+		e := concurrency.NewElection(tk.cs, tk.electionPrefix(task))
+		go tk.campaignWaiting(ctx, task, ready)
+		if err := e.Campaign(ctx, "successor"); err != nil {
+			return err
+		}
+		defer func() { _ = e.Resign(context.WithoutCancel(ctx)) }()
+		// The first write fenced as an election allows: on the leader key.
+		resp, err := tk.tg.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(string(e.Key())), "=", e.Rev())).
+			Then(clientv3.OpPut(tk.c.Keys().State(tenant, task), string(benchValue))).Commit()
+		if err == nil && !resp.Succeeded {
+			err = errors.New("the new leader's write was refused")
+		}
+		return err
+	case Acquire:
+		select { // a stale signal from an earlier trial
+		case <-tk.waiting:
+		default:
+		}
+		go func() {
+			select {
+			case <-tk.waiting:
+				close(ready)
+			case <-ctx.Done():
+			}
+		}()
+		g, err := tk.s.Acquire(ctx, tenant, task)
+		if err != nil {
+			return err
+		}
+		return tk.firstWrite(ctx, g)
+	default: // Poll
+		for first := true; ; first = false {
+			g, err := tk.s.Claim(ctx, tenant, task)
+			if err == nil {
+				return tk.firstWrite(ctx, g)
+			}
+			if coordinator.DispositionOf(err) != coordinator.Busy {
+				return err
+			}
+			if first {
+				close(ready)
+			}
+			select {
+			case <-time.After(tk.cfg.PollInterval):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// campaignWaiting closes ready once the contender's election key exists
+// (Campaign has written it and waits on the holder's).
+func (tk *takeover) campaignWaiting(ctx context.Context, task string, ready chan struct{}) {
+	prefix := tk.electionPrefix(task) + "/"
+	for {
+		resp, err := tk.tg.client.Get(ctx, prefix, clientv3.WithPrefix())
+		if err != nil {
+			return
+		}
+		for _, kv := range resp.Kvs {
+			if clientv3.LeaseID(kv.Lease) == tk.cs.Lease() {
+				close(ready)
+				return
+			}
+		}
+		// Wait for the next put under the prefix, then look again.
+		wctx, cancel := context.WithCancel(ctx)
+		wch := tk.tg.client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+		select {
+		case <-wch:
+		case <-ctx.Done():
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// firstWrite is the successor's first protected write, then its release.
+func (tk *takeover) firstWrite(ctx context.Context, g coordinator.Grant) error {
+	_, err := fencedtxn.Commit(ctx, tk.c, g, fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: "takeover",
+		Value: benchValue, ExpectedVersion: 0})
+	_ = tk.c.Release(context.WithoutCancel(ctx), g)
+	return err
+}
+
+func closeSession(ctx context.Context, s *coordinator.Session) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = s.Close(cctx)
+}
+
+// signalCore is a zap core that sends on ch whenever a message containing
+// msg is logged at any level.
+type signalCore struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (c *signalCore) Enabled(zapcore.Level) bool        { return true }
+func (c *signalCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c *signalCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	return ce.AddCore(e, c)
+}
+func (c *signalCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
+	if strings.Contains(e.Message, c.msg) {
+		select {
+		case c.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (c *signalCore) Sync() error { return nil }
