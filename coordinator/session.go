@@ -76,7 +76,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 		return nil, err
 	}
 	if granted := time.Duration(resp.TTL) * time.Second; granted != ttl {
-		_, rerr := c.client.Revoke(ctx, resp.ID)
+		rerr := c.revoke(ctx, "session", int64(resp.ID))
 		e := Invalid("session", "etcd granted ttl %v instead of %v (below the cluster's minimum lease TTL); ask for at least %v", granted, ttl, granted)
 		e.Err = rerr
 		return nil, e
