@@ -25,7 +25,16 @@
 //     nothing written); one that may have reached it is outcome_unknown;
 //     neither is ever reported as a refusal. This needs DialOptions on the
 //     etcd client; without them every failed write is outcome_unknown.
-//   - Bad input is invalid_input before any I/O.
+//   - Bad input is invalid_input before any I/O, and so is a request etcd
+//     can never accept (over WithMaxTxnOps or WithMaxRequestBytes, a key
+//     written twice); etcd's own refusal of such a request is
+//     invalid_input too. etcd's auth refusal is permission_denied, its
+//     NOSPACE alarm no_space: neither is a hold that passes by waiting.
+//   - Every request is bounded: with no deadline on the caller's context,
+//     WithRequestTimeout (default 10s) applies, quorum or not.
+//   - Reads never write and are never outcome_unknown: Open, Owner, List,
+//     Leases, Lease and Session.Grants only read; a read that fails is
+//     authority_unavailable.
 //
 // # Non-guarantees
 //
