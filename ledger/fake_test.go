@@ -22,12 +22,13 @@ type provider struct {
 	kind     string
 	contract Contract
 
-	mu           sync.Mutex
-	world        string         // the precondition digest the world shows now
-	applied      map[string]int // operation -> effects that took place
-	applyCalls   []string       // "operation@epoch" of every Apply
-	preCalls     int
-	observeCalls int
+	mu             sync.Mutex
+	world          string         // the precondition digest the world shows now
+	applied        map[string]int // operation -> effects that took place
+	applyCalls     []string       // "operation@epoch" of every Apply
+	preCalls       int
+	applyDeadlines []time.Time // the deadline of every Apply context (zero: none)
+	observeCalls   int
 
 	dropResponse  bool                   // apply, then lose the answer
 	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
@@ -68,6 +69,8 @@ func (p *provider) Precondition(ctx context.Context, e Effect) (Observation, err
 func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch int64) (Evidence, error) {
 	p.mu.Lock()
 	p.applyCalls = append(p.applyCalls, fmt.Sprintf("%s@%d", operation, epoch))
+	deadline, _ := ctx.Deadline()
+	p.applyDeadlines = append(p.applyDeadlines, deadline)
 	onApply, afterApply := p.onApply, p.afterApply
 	p.mu.Unlock()
 	if onApply != nil {

@@ -26,6 +26,7 @@ type Ledger struct {
 	pollMax       time.Duration
 	polls         int
 	recordTimeout time.Duration
+	callTimeout   time.Duration
 }
 
 // New is a ledger on c's keyspace with the given adapters (WithAdapters).
@@ -36,14 +37,15 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 		return nil, coordinator.Invalid("ledger", "nil coordinator")
 	}
 	o := options{now: time.Now, sleep: sleepTimer, pollInitial: DefaultPollInitial, pollMax: DefaultPollMax,
-		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout}
+		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout, callTimeout: DefaultCallTimeout}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, coordinator.Invalid("ledger", "%v", err)
 		}
 	}
 	l := &Ledger{c: c, adapters: map[string]Adapter{}, now: o.now, sleep: o.sleep,
-		pollInitial: o.pollInitial, pollMax: o.pollMax, polls: o.polls, recordTimeout: o.recordTimeout}
+		pollInitial: o.pollInitial, pollMax: o.pollMax, polls: o.polls, recordTimeout: o.recordTimeout,
+		callTimeout: o.callTimeout}
 	for _, a := range o.adapters {
 		if _, dup := l.adapters[a.Kind()]; dup {
 			return nil, coordinator.Invalid("ledger", "two adapters for kind %q", a.Kind())
@@ -197,13 +199,43 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 	if err != nil {
 		return claimed, err
 	}
-	ev, applyErr := ad.Apply(ctx, rec.Effect, operation, g.Epoch)
+	actx, cancel := context.WithTimeout(ctx, l.callTimeout)
+	ev, applyErr := ad.Apply(actx, rec.Effect, operation, g.Epoch)
+	cancel()
+	return l.record(ctx, g, claimed, l.outcomeOfApply(ev, applyErr))
+}
 
-	// The provider has answered (or not): record it even if ctx ended meanwhile.
+// record writes the provider's answer to a claimed dispatch. It runs even if
+// ctx ended while the provider answered, and retries while etcd does not
+// answer, so that an answer is not lost for want of a context or of a
+// moment of quorum. After an attempt whose outcome is unknown, finding the
+// record already at exactly this transition means that attempt applied.
+func (l *Ledger) record(ctx context.Context, g coordinator.Grant, claimed Record, ch change) (Record, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.recordTimeout)
 	defer cancel()
-	ch := l.outcomeOfApply(ev, applyErr)
-	return l.apply(rctx, g, claimed, ch)
+	wait, unknown := 50*time.Millisecond, false
+	for {
+		actx, cancelAttempt := context.WithTimeout(rctx, l.recordTimeout/5)
+		out, err := l.apply(actx, g, claimed, ch)
+		cancelAttempt()
+		switch d := coordinator.DispositionOf(err); {
+		case err == nil:
+			return out, nil
+		case unknown && (d == coordinator.IllegalTransition || d == coordinator.VersionConflict) &&
+			out.State == ch.to && out.Seq == claimed.Seq+1 && out.Epoch == claimed.Epoch:
+			return out, nil
+		case d == coordinator.OutcomeUnknown:
+			unknown = true
+		case d != coordinator.AuthorityUnavailable:
+			return out, err
+		}
+		l.lg.Warn("outcome not recorded; retrying", l.fields(g, claimed.Operation, zap.String("to", string(ch.to)),
+			zap.String("disposition", string(coordinator.DispositionOf(err))))...)
+		if sleepTimer(rctx, wait) != nil {
+			return claimed, err
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // outcomeOfApply reads Apply's answer: CONFIRMED only with evidence, FAILED
@@ -261,7 +293,9 @@ func (l *Ledger) Revalidate(ctx context.Context, g coordinator.Grant, operation 
 }
 
 func (l *Ledger) revalidate(ctx context.Context, ad Adapter, rec Record) (bool, Observation, error) {
-	now, err := ad.Precondition(ctx, rec.Effect)
+	cctx, cancel := context.WithTimeout(ctx, l.callTimeout)
+	defer cancel()
+	now, err := ad.Precondition(cctx, rec.Effect)
 	if err == nil {
 		err = checkObservation("precondition", now)
 	}

@@ -1,12 +1,16 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -222,5 +226,71 @@ func TestApplyAnswers(t *testing.T) {
 			_, js := e.journal("op")
 			wantStates(t, js, Proposed, Authorized, Dispatching, tc.want)
 		})
+	}
+}
+
+// etcd stops answering the gateway while the provider applies: the
+// provider's answer is recorded once etcd answers again — whether the first
+// attempt never left (cut) or applied with its answer lost (dropped).
+func TestOutcomeRecordedWhenEtcdAnswersAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		fault func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client)
+	}{
+		{"connection cut", func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
+			cp.Cut()
+			lgtest.WaitDisconnected(t, cli) // the next request cannot leave: a hold
+		}},
+		{"answers dropped", func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
+			cp.DropAnswers() // the next request applies, its answer is lost: unknown
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			cp := e.cl.ClientProxy(t)
+			lg, retrying := lgtest.LogSignal("outcome not recorded; retrying")
+			cli := cp.Client(t)
+			viaProxy := lgtest.CoordinatorOf(t, cli)
+			l, err := New(viaProxy, WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.authorized(e.g, "op", promote("db-b"))
+			e.p.set(func(p *provider) { p.afterApply = func(string) { tc.fault(t, cp, cli) } })
+			go func() {
+				select {
+				case <-retrying:
+				case <-time.After(lgtest.Timeout):
+				}
+				cp.Heal()
+			}()
+			rec, err := l.Dispatch(e.ctx, e.g, "op")
+			if err != nil || rec.State != Confirmed {
+				t.Fatalf("dispatch: %+v %v", rec, err)
+			}
+			_, js := e.journal("op")
+			wantStates(t, js, Proposed, Authorized, Dispatching, Confirmed)
+			if e.p.appliedCount("op") != 1 {
+				t.Fatal("applied more than once")
+			}
+		})
+	}
+}
+
+// An adapter call is bounded even when the caller's context is not.
+func TestAdapterCallsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, WithCallTimeout(time.Minute))
+	e.authorized(e.g, "op", promote("db-b"))
+	start := time.Now()
+	if rec, err := e.l.Dispatch(context.Background(), e.g, "op"); err != nil || rec.State != Confirmed {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	e.p.mu.Lock()
+	defer e.p.mu.Unlock()
+	if d := e.p.applyDeadlines[0]; d.IsZero() || d.After(start.Add(time.Minute+time.Second)) {
+		t.Fatalf("Apply's context deadline %v, want one within a minute of %v", d, start)
 	}
 }

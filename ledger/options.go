@@ -23,6 +23,7 @@ type options struct {
 	pollMax       time.Duration
 	polls         int
 	recordTimeout time.Duration
+	callTimeout   time.Duration
 }
 
 // Defaults of the options.
@@ -31,6 +32,7 @@ const (
 	DefaultPollMax       = 5 * time.Second
 	DefaultPolls         = 8
 	DefaultRecordTimeout = 10 * time.Second
+	DefaultCallTimeout   = 30 * time.Second
 )
 
 // WithAdapters registers provider adapters, one per effect kind.
@@ -103,15 +105,30 @@ func WithPolling(initial, max time.Duration, polls int) Option {
 	}
 }
 
-// WithRecordTimeout bounds the Txn that records an Apply's outcome. It runs
-// even if the caller's context was cancelled while the provider answered,
-// so that an answer is not lost for want of a context.
+// WithRecordTimeout bounds recording an Apply's outcome (default 10s). It
+// runs even if the caller's context was cancelled while the provider
+// answered, so that an answer is not lost for want of a context; an attempt
+// that etcd did not answer (a hold, or an unknown outcome) is retried within
+// this bound, each attempt bounded by a fifth of it.
 func WithRecordTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
 			return fmt.Errorf("record timeout %v must be positive", d)
 		}
 		o.recordTimeout = d
+		return nil
+	}
+}
+
+// WithCallTimeout bounds every call to an adapter (Precondition, Apply,
+// Observe), whatever the caller's context allows (default 30s). An Apply
+// cut short by it is ambiguous: the record becomes UNKNOWN.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("call timeout %v must be positive", d)
+		}
+		o.callTimeout = d
 		return nil
 	}
 }

@@ -74,7 +74,9 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			}
 			wait = min(2*wait, l.pollMax)
 		}
-		outcome, ev, err := ad.Observe(ctx, rec.Effect, rec.Operation)
+		cctx, cancel := context.WithTimeout(ctx, l.callTimeout)
+		outcome, ev, err := ad.Observe(cctx, rec.Effect, rec.Operation)
+		cancel()
 		if err == nil {
 			err = checkEvidence(ev)
 		}

@@ -195,7 +195,7 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 		t.Fatalf("invalid input wrote:\n%s", d)
 	}
 	for _, opt := range []Option{WithAdapters(nil), WithPolling(0, time.Second, 1), WithPolling(time.Second, time.Millisecond, 1),
-		WithPolling(time.Millisecond, time.Second, 0), WithClock(nil), WithSleep(nil), WithLogger(nil), WithRecordTimeout(0)} {
+		WithPolling(time.Millisecond, time.Second, 0), WithClock(nil), WithSleep(nil), WithLogger(nil), WithRecordTimeout(0), WithCallTimeout(0)} {
 		if _, err := New(e.c, opt); coordinator.DispositionOf(err) != coordinator.InvalidInput {
 			t.Fatalf("New with a bad option: %v", err)
 		}
