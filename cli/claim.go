@@ -104,7 +104,8 @@ func withGrant(c *cli.Context, done coordinator.Disposition, act func(*coordinat
 	if err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	// The grant's keyspace must exist: never create one to refuse it in.
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		if err := act(co, ctx, g); err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func commit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: []byte(value),
+	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: value,
 		ExpectedVersion: c.Int64("expected-version")}
 	if in.ExpectedVersion < 0 {
 		return coordinator.Invalid(op, "--expected-version %d is negative", in.ExpectedVersion)
@@ -99,40 +99,40 @@ func commit(c *cli.Context) error {
 // valueOf reads the value to commit: --value, or --value-file (a file, or -
 // for the app's reader). One of them is required: a commit without a value
 // would silently write an empty one.
-func valueOf(c *cli.Context) (string, error) {
+func valueOf(c *cli.Context) ([]byte, error) {
 	op := c.Command.FullName()
 	max := fencedtxn.DefaultMaxValueBytes
 	switch {
 	case c.IsSet("value") && c.IsSet("value-file"):
-		return "", coordinator.Invalid(op, "give --value or --value-file, not both")
+		return nil, coordinator.Invalid(op, "give --value or --value-file, not both")
 	case c.IsSet("value"):
 		v := c.String("value")
 		if len(v) > max {
-			return "", coordinator.Invalid(op, "--value is %d bytes; at most %d (the limit of one protected value)", len(v), max)
+			return nil, coordinator.Invalid(op, "--value is %d bytes; at most %d (the limit of one protected value)", len(v), max)
 		}
-		return v, nil
+		return []byte(v), nil
 	case !c.IsSet("value-file"):
-		return "", coordinator.Invalid(op, "--value or --value-file is required (--value \"\" to write an empty value)")
+		return nil, coordinator.Invalid(op, "--value or --value-file is required (--value \"\" to write an empty value)")
 	}
 	name := c.String("value-file")
 	if name == "-" && c.String("grant") == "-" {
-		return "", coordinator.Invalid(op, "--grant - and --value-file - cannot both read stdin")
+		return nil, coordinator.Invalid(op, "--grant - and --value-file - cannot both read stdin")
 	}
 	var r io.Reader = c.App.Reader
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return "", coordinator.Invalid(op, "--value-file: %v", err)
+			return nil, coordinator.Invalid(op, "--value-file: %v", err)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
-		return "", coordinator.Invalid(op, "--value-file %s: %v", name, err)
+		return nil, coordinator.Invalid(op, "--value-file %s: %v", name, err)
 	}
 	if len(data) > max {
-		return "", coordinator.Invalid(op, "--value-file %s is larger than %d bytes (the limit of one protected value)", name, max)
+		return nil, coordinator.Invalid(op, "--value-file %s is larger than %d bytes (the limit of one protected value)", name, max)
 	}
-	return string(data), nil
+	return data, nil
 }

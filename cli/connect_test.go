@@ -25,6 +25,7 @@ func TestAuth(t *testing.T) {
 	if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
 		t.Fatal(err)
 	}
+	lgtest.CoordinatorOf(t, admin) // the keyspace realm show reads
 	if _, err := admin.AuthEnable(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func (o errorOutput) line() string {
 	}
 	detail := o.Detail
 	if h := o.Holder; h != nil && o.Disposition == coordinator.Busy && h.Owned() {
-		detail = fmt.Sprintf("held by %q since epoch %d, lease %s", h.Owner, h.Epoch, leaseHex(h.Lease))
+		detail = fmt.Sprintf("held by %q since epoch %d, lease %s", h.Owner, h.Epoch, coordinator.FormatLeaseID(h.Lease))
 		if h.TTLLeft >= 0 {
 			detail += fmt.Sprintf(", %ds left", h.TTLLeft)
 		}

@@ -69,6 +69,7 @@ func TestBadInputExits2BeforeAnyIO(t *testing.T) {
 		{"missing owner", []string{"claim", "--tenant", "t", "--task", "k"}},
 		{"fractional ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "1500ms"}},
 		{"zero ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "0s"}},
+		{"ttl over 24h", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "25h"}},
 		{"negative ttl", []string{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "-2s", "--", "true"}},
 		{"unparsable ttl", []string{"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "soon"}},
 		{"negative version", []string{"commit", "--grant", grant, "--operation", "op", "--expected-version", "-1"}},

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
 )
@@ -16,25 +14,129 @@ import (
 func leaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lease",
-		Usage: "operate on etcd leases directly",
-		Subcommands: []*cli.Command{{
-			Name:  "revoke",
-			Usage: "operator's forced expiry: revoke a lease and every owner key on it",
-			Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
+		Usage: "inspect and revoke the etcd leases that carry owner keys",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list every lease carrying owner keys of this keyspace",
+				Description: example(`Lists, read at one revision, every lease that carries owner keys under
+--prefix: its ID (hex, as etcdctl prints it), its owner, the TTL it was granted
+with, the TTL etcd has left on it, and the tasks it holds. A task marked
+"stale:" has an owner key written before the last 'realm rotate': it holds
+nothing. etcdctl's 'lease list' and 'lease timetolive --keys', in tasks and
+owners. It only reads.`,
+					"leasegate lease list", "leasegate -o json lease list | jq -r '.leases[].id'"),
+				Action: leaseList,
+			},
+			{
+				Name:      "show",
+				Usage:     "show one lease: owner, granted TTL, TTL left, tasks",
+				ArgsUsage: "ID | --grant FILE",
+				Description: example(`Shows one lease, named by its ID (hex as printed, or decimal) or by a grant
+file (or claim's output): the same fields as 'lease list'. A lease etcd no
+longer knows — expired or revoked — is expired_owner (exit 1). It only reads.`,
+					"leasegate lease show 694d7c7e0c1f4a01", "leasegate lease show --grant grant.json"),
+				Flags:  []cli.Flag{grantFlag()},
+				Action: leaseShow,
+			},
+			{
+				Name:  "revoke",
+				Usage: "operator's forced expiry: revoke a lease and every owner key on it",
+				Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
 task claimed on it is vacated and its grant is refused (expired_owner) from
 then on; a 'leasegate run' holding it stops its child. --lease takes the
 ID in hex as leasegate and etcdctl print it (or decimal, or 0x and hex);
 --grant takes a grant file (or claim's output) and revokes its lease.`,
-				"leasegate lease revoke --lease 694d7c7e0c1f4a01",
-				"leasegate lease revoke --lease 7587883720139372801",
-				"leasegate lease revoke --grant grant.json"),
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
-				grantFlag(),
+					"leasegate lease revoke --lease 694d7c7e0c1f4a01",
+					"leasegate lease revoke --lease 7587883720139372801",
+					"leasegate lease revoke --grant grant.json"),
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
+					grantFlag(),
+				},
+				Action: leaseRevoke,
 			},
-			Action: leaseRevoke,
-		}},
+		},
 	}
+}
+
+// leasesOutput is lease list's result.
+type leasesOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Leases      []coordinator.LeaseInfo `json:"leases"`
+}
+
+// leaseOutput is lease show's result.
+type leaseOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Lease       coordinator.LeaseInfo   `json:"lease"`
+}
+
+var leaseHeader = []string{"LEASE", "OWNER", "GRANTED-TTL", "TTL", "TASKS"}
+
+func leaseRow(li coordinator.LeaseInfo) []string {
+	ttl := "expired"
+	if li.TTLLeft >= 0 {
+		ttl = fmt.Sprintf("%ds", li.TTLLeft)
+	}
+	var tasks []string
+	for _, t := range li.Tasks {
+		name := t.Tenant + "/" + t.Task
+		if t.Stale {
+			name = "stale:" + name
+		}
+		tasks = append(tasks, name)
+	}
+	return []string{coordinator.FormatLeaseID(li.ID), orDash(li.Owner), fmt.Sprintf("%ds", li.GrantedTTL), ttl,
+		orDash(strings.Join(tasks, ","))}
+}
+
+func leaseList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		leases, err := co.Leases(ctx)
+		if err != nil {
+			return err
+		}
+		t := table{header: leaseHeader}
+		for _, li := range leases {
+			t.rows = append(t.rows, leaseRow(li))
+		}
+		return globalsOf(c).out.result(leasesOutput{Disposition: ok, Leases: leases}, t)
+	})
+}
+
+func leaseShow(c *cli.Context) error {
+	op := c.Command.FullName()
+	var id int64
+	switch args := c.Args(); {
+	case args.Len() > 1:
+		return coordinator.Invalid(op, "unexpected argument %q; see 'leasegate lease show --help'", args.Get(1))
+	case args.Present() && c.IsSet("grant"):
+		return coordinator.Invalid(op, "give a lease ID or --grant, not both")
+	case c.IsSet("grant"):
+		g, err := grantOf(c)
+		if err != nil {
+			return err
+		}
+		id = g.Lease
+	case !args.Present():
+		return coordinator.Invalid(op, "a lease ID or --grant is required; see 'leasegate lease show --help'")
+	default:
+		var err error
+		if id, err = coordinator.ParseLeaseID(args.First()); err != nil {
+			return coordinator.Invalid(op, "%v", err)
+		}
+	}
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+		li, err := co.Lease(ctx, id)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(leaseOutput{Disposition: ok, Lease: li}, table{header: leaseHeader, rows: [][]string{leaseRow(li)}})
+	})
 }
 
 // revokeOutput is lease revoke's result: which tasks of this keyspace the
@@ -66,15 +168,17 @@ func leaseRevoke(c *cli.Context) error {
 			return err
 		}
 		id = g.Lease
+	case !c.IsSet("lease"):
+		return coordinator.Invalid(op, "--lease or --grant is required")
 	default:
 		var err error
-		if id, err = leaseID(c.String("lease")); err != nil {
+		if id, err = coordinator.ParseLeaseID(c.String("lease")); err != nil {
 			return coordinator.Invalid(op, "--lease: %v", err)
 		}
 	}
 	var out revokeOutput
-	err := withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
-		out, err = revokeLease(ctx, co, op, id)
+	err := withReader(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
+		out, err = revokeLease(ctx, co, id)
 		return err
 	})
 	if err != nil {
@@ -85,54 +189,31 @@ func leaseRevoke(c *cli.Context) error {
 	for _, v := range out.Vacated {
 		vacated = append(vacated, v.Tenant+"/"+v.Task)
 	}
-	t.rows = [][]string{{string(ok), leaseHex(id), fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
+	t.rows = [][]string{{string(ok), out.Lease, fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
 	return globalsOf(c).out.result(out, t)
 }
 
 // revokeLease revokes lease id after reading which tasks of this keyspace
-// it holds. A revoke never sent is authority_unavailable; one whose answer
-// was lost is outcome_unknown, and revoking again tells.
-func revokeLease(ctx context.Context, co *coordinator.Coordinator, op string, id int64) (revokeOutput, error) {
-	// Read first: a read that fails was never a write (authority
-	// unavailable), and it names the tasks the revocation will vacate.
-	ttl, err := co.Client().TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
+// it holds. A lease already gone is expired_owner; a revoke never sent is
+// authority_unavailable; one whose answer was lost is outcome_unknown, and
+// revoking again tells.
+func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64) (revokeOutput, error) {
+	// Read first: a read that fails was never a write, and it names the
+	// tasks the revocation will vacate.
+	li, err := co.Lease(ctx, id)
+	var e *coordinator.Error
+	if errors.As(err, &e) {
+		e.Op = "lease revoke"
+	}
 	if err != nil {
-		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "reading the lease failed", Err: err}
+		return revokeOutput{}, err
 	}
-	if ttl.TTL < 0 {
-		return revokeOutput{}, &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op,
-			Detail: fmt.Sprintf("lease %s not found: it already expired or was revoked", leaseHex(id))}
-	}
-	out := revokeOutput{Disposition: ok, Lease: leaseHex(id), TTLLeft: ttl.TTL, Vacated: []taskRef{}}
-	for _, k := range ttl.Keys {
-		if kind, tenant, task, isTask := co.Keys().ParseTask(string(k)); isTask && kind == "owner" {
-			out.Vacated = append(out.Vacated, taskRef{tenant, task})
-		}
+	out := revokeOutput{Disposition: ok, Lease: coordinator.FormatLeaseID(id), TTLLeft: li.TTLLeft, Vacated: []taskRef{}}
+	for _, t := range li.Tasks {
+		out.Vacated = append(out.Vacated, taskRef{t.Tenant, t.Task})
 	}
 	if err := co.RevokeLease(ctx, id); err != nil {
 		return revokeOutput{}, err
 	}
 	return out, nil
-}
-
-// leaseID parses a lease ID: hex as leasegate and etcdctl print it (16 hex
-// digits, or any hex with 0x), or decimal as older grants carried it.
-func leaseID(s string) (int64, error) {
-	if s == "" {
-		return 0, errors.New("required")
-	}
-	var id uint64
-	var err error
-	lower := strings.ToLower(s)
-	h, prefixed := strings.CutPrefix(lower, "0x")
-	switch {
-	case prefixed, len(s) == 16, strings.ContainsAny(lower, "abcdef"):
-		id, err = strconv.ParseUint(h, 16, 63)
-	default:
-		id, err = strconv.ParseUint(s, 10, 63)
-	}
-	if err != nil || id == 0 {
-		return 0, fmt.Errorf("%q is not a lease ID (hex as printed, e.g. 694d7c7e0c1f4a01, or decimal)", s)
-	}
-	return int64(id), nil
 }

@@ -112,31 +112,35 @@ type eventOutput struct {
 func grantTable(d coordinator.Disposition, g coordinator.Grant) table {
 	return table{
 		header: []string{"DISPOSITION", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REALM"},
-		rows:   [][]string{{string(d), g.Tenant, g.Task, g.Owner, num(g.Epoch), leaseHex(g.Lease), g.Realm}},
+		rows:   [][]string{{string(d), g.Tenant, g.Task, g.Owner, num(g.Epoch), coordinator.FormatLeaseID(g.Lease), g.Realm}},
 	}
 }
 
 var ownershipHeader = []string{"TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "TTL", "STATE-VERSION", "LAST-OPERATION"}
 
+// ownershipRow is one task's row. A stale owner (an owner key written
+// before the last realm rotate, which holds nothing) shows as
+// "stale:<owner>", with no TTL.
 func ownershipRow(o coordinator.Ownership) []string {
 	ttl := "-"
 	if o.Owned() && o.TTLLeft >= 0 {
 		ttl = fmt.Sprintf("%ds", o.TTLLeft)
 	}
-	return []string{o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), leaseOrDash(o.Lease), ttl,
+	owner := orDash(o.Owner)
+	if o.Stale {
+		owner = "stale:" + o.Owner
+	}
+	return []string{o.Tenant, o.Task, owner, numOrDash(o.Epoch), leaseOrDash(o.Lease), ttl,
 		num(o.StateVersion), orDash(o.LastOperation)}
 }
 
 func num(n int64) string { return strconv.FormatInt(n, 10) }
 
-// leaseHex is a lease ID as etcdctl prints it: 16 hex digits.
-func leaseHex(id int64) string { return fmt.Sprintf("%016x", id) }
-
 func leaseOrDash(id int64) string {
 	if id == 0 {
 		return "-"
 	}
-	return leaseHex(id)
+	return coordinator.FormatLeaseID(id)
 }
 
 func numOrDash(n int64) string {

@@ -16,7 +16,8 @@ func realmCommand() *cli.Command {
 			{
 				Name:  "show",
 				Usage: "print the realm every grant of this keyspace carries",
-				Description: example(`Prints the realm UUID stored at <prefix>/realm (created on first use), and
+				Description: example(`Prints the realm UUID stored at <prefix>/realm. It only reads: a prefix without
+a realm is no_keyspace (exit 7), and nothing is created (claim creates it). It
 warns when the keyspace looks restored from an etcd snapshot since the realm
 was minted: the etcd cluster answering is not the one recorded with the realm
 (<prefix>/origin), or etcd's revision has run further ahead of its raft index
@@ -55,7 +56,7 @@ func realmShow(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		chk, err := co.CheckOrigin(ctx)
 		if err != nil {
 			return err

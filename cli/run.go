@@ -218,7 +218,7 @@ func childEnv(g *globals, grant coordinator.Grant) []string {
 		"LEASEGATE_TASK=" + grant.Task,
 		"LEASEGATE_OWNER=" + grant.Owner,
 		"LEASEGATE_EPOCH=" + strconv.FormatInt(grant.Epoch, 10),
-		"LEASEGATE_LEASE=" + leaseHex(grant.Lease),
+		"LEASEGATE_LEASE=" + coordinator.FormatLeaseID(grant.Lease),
 		"LEASEGATE_REALM=" + grant.Realm,
 		"LEASEGATE_GRANT=" + string(raw),
 		"LEASEGATE_ENDPOINTS=" + strings.Join(g.endpoints, ","),

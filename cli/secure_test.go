@@ -7,6 +7,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
 // TestSecuredCluster: against etcd with client TLS (client certificates
@@ -39,6 +40,9 @@ func TestSecuredCluster(t *testing.T) {
 		{"list"},
 		{"realm", "show"},
 		{"renew", "--grant", grant},
+		{"get", "--tenant", "acme", "--task", "invoices"},
+		{"lease", "list"},
+		{"lease", "show", "--grant", grant},
 	} {
 		r := as("worker", "worker-pw", args...)
 		if r.code != cli.ExitDone {
@@ -47,6 +51,23 @@ func TestSecuredCluster(t *testing.T) {
 	}
 	want(t, as("worker", "worker-pw", "release", "--grant", grant), cli.ExitDone, coordinator.Released)
 
+	t.Run("a role without the prefix: permission_denied, nothing written", func(t *testing.T) {
+		cl.AddPrefixUser(t, "stranger", "stranger-pw", "/other/")
+		root := cl.Client(t)
+		before := lgtest.Snap(t, root, coordinator.DefaultPrefix+"/")
+		for _, args := range [][]string{
+			{"claim", "--tenant", "acme", "--task", "invoices", "--owner", "w2", "--ttl", "30s"},
+			{"commit", "--grant", grant, "--operation", "op-2", "--value", "v", "--expected-version", "1"},
+			{"list"},
+			{"realm", "rotate"},
+		} {
+			r := as("stranger", "stranger-pw", args...)
+			want(t, r, cli.ExitDenied, coordinator.PermissionDenied)
+		}
+		if diff := before.Diff(lgtest.Snap(t, root, coordinator.DefaultPrefix+"/")); diff != "" {
+			t.Fatalf("a denied user wrote:\n%s", diff)
+		}
+	})
 	t.Run("without the client certificate: a hold", func(t *testing.T) {
 		r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--dial-timeout", "500ms",
 			"--user", "worker", "--password", "worker-pw", "-o", "json", "list")

@@ -16,7 +16,10 @@ func statusCommand() *cli.Command {
 		Usage: "show a task's owner, epoch, lease, TTL left and state version",
 		Description: example(`Reads one task linearizably: who owns it, since which epoch, on which lease
 and with how many seconds left, and the protected state's version and last
-operation. An unowned task shows "-" for owner, epoch, lease and TTL.`,
+operation. An unowned task shows "-" for owner, epoch, lease and TTL. An owner
+written before the last 'realm rotate' holds nothing: it shows as
+"stale:<owner>" (JSON: "stale": true), with no TTL. It only reads: a prefix
+without a leasegate keyspace is no_keyspace (exit 7), and nothing is created.`,
 			"leasegate status --tenant acme --task invoices"),
 		Flags:  []cli.Flag{tenantFlag("tenant of the task"), taskFlag("task to show")},
 		Action: status,
@@ -31,7 +34,7 @@ func status(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		o, err := co.Owner(ctx, l[0], l[1])
 		if err != nil {
 			return err
@@ -47,7 +50,8 @@ func listCommand() *cli.Command {
 		Usage: "list every task ever claimed, owned or not",
 		Description: example(`Lists the tasks of --tenant (of every tenant without it), read at one
 revision: tenant, task, owner, epoch, lease, TTL left, state version, last
-operation.`,
+operation. Stale owners (from before the last 'realm rotate') show as
+"stale:<owner>" and hold nothing. It only reads (no keyspace: exit 7).`,
 			"leasegate list", "leasegate -o json list --tenant acme"),
 		Flags:  []cli.Flag{tenantFlag("only this tenant's tasks")},
 		Action: list,
@@ -62,7 +66,7 @@ func list(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		tasks, err := co.List(ctx, tenant)
 		if err != nil {
 			return err
@@ -104,7 +108,7 @@ func watch(c *cli.Context) error {
 	}
 	defer stopMetrics()
 	ctx, cancel := commandContext(c)
-	co, done, err := connect(ctx, c, metricsOptions(metrics)...)
+	co, done, err := connectWith(ctx, c, coordinator.Open, metricsOptions(metrics)...)
 	cancel()
 	if err != nil {
 		return err
