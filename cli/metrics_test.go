@@ -11,7 +11,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 )
 
-// TestMetricsAddr: watch serves leasegate's metrics on --metrics-addr while
+// TestMetricsAddr: watch (which opens the keyspace read-only: operation
+// "open") serves leasegate's metrics on --metrics-addr while
 // it runs; an address it cannot listen on is invalid_input before any I/O.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
@@ -33,7 +34,7 @@ func TestMetricsAddr(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
 	}
-	for _, s := range []string{`leasegate_txn_duration_seconds_count{operation="new"}`, "leasegate_sessions 0", "go_goroutines "} {
+	for _, s := range []string{`leasegate_txn_duration_seconds_count{operation="open"}`, "leasegate_sessions 0", "go_goroutines "} {
 		if !strings.Contains(string(body), s) {
 			t.Errorf("scrape lacks %q:\n%s", s, body)
 		}
