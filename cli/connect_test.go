@@ -16,19 +16,10 @@ import (
 // auth refusing the request: permission_denied (exit 6).
 func TestAuth(t *testing.T) {
 	t.Parallel()
-	cl := embedtest.NewCluster(t)
-	admin := cl.Client(t)
-	ctx := lgtest.Ctx(t)
-	if _, err := admin.UserAdd(ctx, "root", "s3cret"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.UserGrantRole(ctx, "root", "root"); err != nil {
-		t.Fatal(err)
-	}
-	lgtest.CoordinatorOf(t, admin) // the keyspace realm show reads
-	if _, err := admin.AuthEnable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// WithAuth: root with password s3cret, auth on, and a cheap password
+	// hash, so that logins stay well within --dial-timeout under -race.
+	cl := embedtest.NewCluster(t, embedtest.WithAuth("s3cret"))
+	lgtest.CoordinatorOf(t, cl.Client(t)) // the keyspace realm show reads
 	eps := strings.Join(cl.Endpoints(), ",")
 	for _, tc := range []struct {
 		name  string
