@@ -11,7 +11,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 )
 
-// leasegate's exit codes: one per class of DESIGN.md's disposition table,
+// leasegate's exit codes: one per class of the disposition table in
+// docs/design.md,
 // and one for `run` when the child was stopped because ownership was lost.
 const (
 	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok; drill passed

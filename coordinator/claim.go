@@ -18,7 +18,7 @@ import (
 // where Rrev is the revision the realm was written at. An owner key older
 // than the realm was written under an earlier realm (before a rotation): it
 // holds nothing, and the claim replaces it. Without a rotation this is
-// DESIGN.md's ModRevision(owner) == 0, since every owner key is younger than
+// the simpler ModRevision(owner) == 0, since every owner key is younger than
 // the realm.
 //
 // The epoch is that Txn's revision. Grant issuance and fence publication are

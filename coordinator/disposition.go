@@ -10,7 +10,8 @@ import (
 // means "don't know" and never reads as success.
 type Disposition string
 
-// Every disposition of DESIGN.md's table.
+// Every disposition of the table in docs/design.md ("Dispositions and the
+// hold").
 const (
 	Granted         Disposition = "granted"
 	Renewed         Disposition = "renewed"
@@ -58,7 +59,8 @@ var Dispositions = []Disposition{
 // Class groups dispositions by what the caller should do.
 type Class int
 
-// The classes, in the order of DESIGN.md's table. The zero value is unknown.
+// The classes, in the order of docs/design.md's table. The zero value is
+// unknown.
 const (
 	ClassUnknown Class = iota
 	ClassDone

@@ -7,7 +7,8 @@ import (
 	"strings"
 )
 
-// The key layout of DESIGN.md lives in this file and nowhere else.
+// The key layout (docs/design.md, "Keys and labels") lives in this file and
+// nowhere else.
 //
 //	<p>/realm                                realm UUID
 //	<p>/origin                               where the realm was minted: etcd cluster ID, raft index

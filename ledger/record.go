@@ -16,7 +16,7 @@ import (
 // "don't know") and never reads as any outcome.
 type State string
 
-// The states of DESIGN.md's effect ledger.
+// The states of the effect ledger (docs/ledger.md).
 const (
 	Proposed     State = "PROPOSED"      // intent recorded; nothing approved, nothing sent
 	Authorized   State = "AUTHORIZED"    // an approval bound to the exact parameter and precondition digests
