@@ -24,7 +24,7 @@ func ownerFlag() cli.Flag {
 	return &cli.StringFlag{Name: "owner", Usage: "owner label of the grant (the worker's identity)"}
 }
 func ttlFlag(def time.Duration) cli.Flag {
-	return &cli.DurationFlag{Name: "ttl", Usage: "lease TTL: a duration in whole seconds, with its unit (30s, 5m)", Value: def}
+	return &cli.DurationFlag{Name: "ttl", Usage: "lease TTL: a duration in whole seconds, with its unit (30s, 5m), at most 24h", Value: def}
 }
 func grantFlag() cli.Flag {
 	return &cli.StringFlag{Name: "grant", Usage: "grant file, or - for stdin: a bare grant or claim's JSON output", TakesFile: true}

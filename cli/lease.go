@@ -109,26 +109,13 @@ func leaseList(c *cli.Context) error {
 }
 
 func leaseShow(c *cli.Context) error {
-	op := c.Command.FullName()
-	var id int64
-	switch args := c.Args(); {
-	case args.Len() > 1:
-		return coordinator.Invalid(op, "unexpected argument %q; see 'leasegate lease show --help'", args.Get(1))
-	case args.Present() && c.IsSet("grant"):
-		return coordinator.Invalid(op, "give a lease ID or --grant, not both")
-	case c.IsSet("grant"):
-		g, err := grantOf(c)
-		if err != nil {
-			return err
-		}
-		id = g.Lease
-	case !args.Present():
-		return coordinator.Invalid(op, "a lease ID or --grant is required; see 'leasegate lease show --help'")
-	default:
-		var err error
-		if id, err = coordinator.ParseLeaseID(args.First()); err != nil {
-			return coordinator.Invalid(op, "%v", err)
-		}
+	args := c.Args()
+	if args.Len() > 1 {
+		return coordinator.Invalid(c.Command.FullName(), "unexpected argument %q; see 'leasegate lease show --help'", args.Get(1))
+	}
+	id, err := leaseOf(c, "a lease ID", args.First(), args.Present())
+	if err != nil {
+		return err
 	}
 	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		li, err := co.Lease(ctx, id)
@@ -137,6 +124,26 @@ func leaseShow(c *cli.Context) error {
 		}
 		return globalsOf(c).out.result(leaseOutput{Disposition: ok, Lease: li}, table{header: leaseHeader, rows: [][]string{leaseRow(li)}})
 	})
+}
+
+// leaseOf reads the lease an operator names: by ID (what; hex as printed,
+// or decimal), or by --grant FILE — one of the two.
+func leaseOf(c *cli.Context, what, id string, given bool) (int64, error) {
+	op := c.Command.FullName()
+	switch {
+	case given && c.IsSet("grant"):
+		return 0, coordinator.Invalid(op, "give %s or --grant, not both", what)
+	case c.IsSet("grant"):
+		g, err := grantOf(c)
+		return g.Lease, err
+	case !given:
+		return 0, coordinator.Invalid(op, "%s or --grant is required; see 'leasegate %s --help'", what, op)
+	}
+	n, err := coordinator.ParseLeaseID(id)
+	if err != nil {
+		return 0, coordinator.Invalid(op, "%s: %v", what, err)
+	}
+	return n, nil
 }
 
 // revokeOutput is lease revoke's result: which tasks of this keyspace the
@@ -157,27 +164,12 @@ func leaseRevoke(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	op := c.Command.FullName()
-	var id int64
-	switch {
-	case c.IsSet("lease") && c.IsSet("grant"):
-		return coordinator.Invalid(op, "give --lease or --grant, not both")
-	case c.IsSet("grant"):
-		g, err := grantOf(c)
-		if err != nil {
-			return err
-		}
-		id = g.Lease
-	case !c.IsSet("lease"):
-		return coordinator.Invalid(op, "--lease or --grant is required")
-	default:
-		var err error
-		if id, err = coordinator.ParseLeaseID(c.String("lease")); err != nil {
-			return coordinator.Invalid(op, "--lease: %v", err)
-		}
+	id, err := leaseOf(c, "--lease", c.String("lease"), c.IsSet("lease"))
+	if err != nil {
+		return err
 	}
 	var out revokeOutput
-	err := withReader(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
+	err = withReader(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
 		out, err = revokeLease(ctx, co, id)
 		return err
 	})
