@@ -61,7 +61,9 @@ func gc(c *cli.Context) error {
 	if window < time.Second {
 		return coordinator.Invalid(c.Command.FullName(), "--retention %v: the window is at least 1s", window)
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	// Retention only ever deletes from a keyspace that exists: it never
+	// creates one (no keyspace: no_keyspace, exit 7).
+	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
 		col, err := retention.New(co, retention.WithWindow(window))
 		if err != nil {
 			return err

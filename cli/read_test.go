@@ -36,6 +36,8 @@ func TestReadsNeverWrite(t *testing.T) {
 			{"lease", "revoke", "--grant", grant},
 			{"renew", "--grant", grant},
 			{"release", "--grant", grant},
+			{"gc"},
+			{"gc", "--apply"},
 		} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				t.Parallel()
