@@ -33,23 +33,28 @@ import (
 func (c *Coordinator) Guard(g Grant) []clientv3.Cmp {
 	k := c.keys
 	owner := k.Owner(g.Tenant, g.Task)
-	return []clientv3.Cmp{
+	// Room for the compares callers append (the commit adds two), so that
+	// their append does not copy the slice.
+	return append(make([]clientv3.Cmp, 0, guardRoom+5),
 		clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),
 		clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),
 		clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),
 		clientv3.Compare(clientv3.Value(owner), "=", g.Owner),
 		clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),
-	}
+	)
 }
+
+// guardRoom is the spare capacity of Guard's and GuardReads' slices.
+const guardRoom = 2
 
 // GuardReads are the reads CheckGuard classifies: realm, fence, owner.
 func (c *Coordinator) GuardReads(g Grant) []clientv3.Op {
 	k := c.keys
-	return []clientv3.Op{
+	return append(make([]clientv3.Op, 0, guardRoom+3),
 		clientv3.OpGet(k.Realm()),
 		clientv3.OpGet(k.Fence(g.Tenant, g.Task)),
 		clientv3.OpGet(k.Owner(g.Tenant, g.Task)),
-	}
+	)
 }
 
 // CheckGuard classifies the responses of GuardReads, read atomically with a

@@ -162,6 +162,7 @@ func escape(label string) string {
 		return label
 	}
 	var b strings.Builder
+	b.Grow(len(label) + 2*(strings.Count(label, "%")+strings.Count(label, "/")))
 	for i := 0; i < len(label); i++ {
 		switch c := label[i]; c {
 		case '%':

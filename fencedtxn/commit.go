@@ -129,38 +129,34 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		return Receipt{}, coordinator.Refusal(coordinator.ScopeMismatch, "commit", in.Tenant, in.Task,
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
-	k := c.Keys()
-	stateKey, opKey := k.State(in.Tenant, in.Task), k.Op(in.Tenant, in.Task, in.Operation)
-	digest := Digest(in)
-	receipt := Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
-		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
-	stored, _ := json.Marshal(receipt)
-	opValue, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: digest, Receipt: stored, Epoch: g.Epoch, Owner: g.Owner})
-	stateValue, _ := json.Marshal(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
-		Operation: in.Operation, Epoch: g.Epoch})
-
-	cmps := append(c.Guard(g),
-		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
-		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
-	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, o.ops...)
-	els := append(c.GuardReads(g), clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
-
-	resp, err := c.Txn(ctx, coordinator.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els})
+	req, receipt, digest := prepare(c, g, in, o.ops)
+	resp, err := c.Txn(ctx, req)
 	if err != nil {
 		return Receipt{}, err
 	}
+	return classify(c, g, in, receipt, digest, resp)
+}
+
+// classify reads the commit's answer: the receipt when it applied, else the
+// Else reads in DESIGN.md's order — the guard's refusals, then
+// historical_retry or operation_conflict, then version_conflict.
+func classify(c *coordinator.Coordinator, g coordinator.Grant, in Intent, receipt Receipt, digest string, resp *clientv3.TxnResponse) (Receipt, error) {
 	lg := c.Logger()
-	fields := func(extra ...zap.Field) []zap.Field {
-		return append([]zap.Field{zap.String("tenant", in.Tenant), zap.String("task", in.Task),
-			zap.String("operation", in.Operation), zap.Int64("epoch", g.Epoch)}, extra...)
+	// Log fields are built only when the level is on: the commit path
+	// allocates nothing for a logger that would drop them.
+	log := func(msg string, extra zap.Field) {
+		if ce := lg.Check(zap.InfoLevel, msg); ce != nil {
+			ce.Write(zap.String("tenant", in.Tenant), zap.String("task", in.Task),
+				zap.String("operation", in.Operation), zap.Int64("epoch", g.Epoch), extra)
+		}
 	}
 	if resp.Succeeded {
 		receipt.Revision = resp.Header.Revision
-		lg.Info("committed", fields(zap.Int64("version", receipt.CommittedVersion))...)
+		log("committed", zap.Int64("version", receipt.CommittedVersion))
 		return receipt, nil
 	}
 	if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {
-		lg.Info("commit refused", fields(zap.String("disposition", string(coordinator.DispositionOf(err))))...)
+		log("commit refused", zap.String("disposition", string(coordinator.DispositionOf(err))))
 		return Receipt{}, err
 	}
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
@@ -180,7 +176,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		}
 		prior.Disposition = coordinator.HistoricalRetry
 		prior.Revision = opKV[0].ModRevision
-		lg.Info("historical retry", fields(zap.Int64("original-epoch", prior.Epoch))...)
+		log("historical retry", zap.Int64("original-epoch", prior.Epoch))
 		return prior, nil
 	}
 	var version int64
@@ -189,6 +185,26 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	}
 	return Receipt{}, coordinator.Refusal(coordinator.VersionConflict, "commit", in.Tenant, in.Task,
 		fmt.Sprintf("the state is at version %d, the intent expects %d", version, in.ExpectedVersion))
+}
+
+// prepare builds the commit's Txn: the receipt it stores, the operation
+// record and the state, and the compares and reads around them.
+func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []clientv3.Op) (coordinator.TxnRequest, Receipt, string) {
+	k := c.Keys()
+	stateKey, opKey := k.State(in.Tenant, in.Task), k.Op(in.Tenant, in.Task, in.Operation)
+	digest := Digest(in)
+	receipt := Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
+		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
+	opValue := encodeOpRecord(digest, receipt, g.Epoch, g.Owner)
+	stateValue := encodeState(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
+		Operation: in.Operation, Epoch: g.Epoch})
+
+	cmps := append(c.Guard(g),
+		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
+		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
+	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, ops...)
+	els := append(c.GuardReads(g), clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
+	return coordinator.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
 }
 
 func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o commitOptions) error {
