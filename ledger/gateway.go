@@ -17,16 +17,10 @@ import (
 // Ledger keeps the records of external effects of the tasks of one
 // coordinator's keyspace, and is the gateway to their providers.
 type Ledger struct {
-	c             *coordinator.Coordinator
-	adapters      map[string]Adapter
-	lg            *zap.Logger
-	now           func() time.Time
-	sleep         func(ctx context.Context, d time.Duration) error
-	pollInitial   time.Duration
-	pollMax       time.Duration
-	polls         int
-	recordTimeout time.Duration
-	callTimeout   time.Duration
+	c        *coordinator.Coordinator
+	adapters map[string]Adapter // by kind
+	lg       *zap.Logger
+	options
 }
 
 // New is a ledger on c's keyspace with the given adapters (WithAdapters).
@@ -43,10 +37,8 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 			return nil, coordinator.Invalid("ledger", "%v", err)
 		}
 	}
-	l := &Ledger{c: c, adapters: map[string]Adapter{}, now: o.now, sleep: o.sleep,
-		pollInitial: o.pollInitial, pollMax: o.pollMax, polls: o.polls, recordTimeout: o.recordTimeout,
-		callTimeout: o.callTimeout}
-	for _, a := range o.adapters {
+	l := &Ledger{c: c, adapters: map[string]Adapter{}, options: o}
+	for _, a := range o.adapterList {
 		if _, dup := l.adapters[a.Kind()]; dup {
 			return nil, coordinator.Invalid("ledger", "two adapters for kind %q", a.Kind())
 		}

@@ -294,3 +294,26 @@ func TestAdapterCallsAreBounded(t *testing.T) {
 		t.Fatalf("Apply's context deadline %v, want one within a minute of %v", d, start)
 	}
 }
+
+// The next effect: a plan made before a promotion is evidence of what was,
+// not authority for what is.
+func TestRevalidateBeforeTheNextEffect(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "traffic", promote("db-b"))
+	same, now, err := e.l.Revalidate(e.ctx, e.g, "traffic")
+	if err != nil || !same || now.Digest != "world-1" {
+		t.Fatalf("revalidate, world unchanged: %v %+v %v", same, now, err)
+	}
+	e.p.set(func(p *provider) { p.world = "world-2" })
+	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
+	same, now, err = e.l.Revalidate(e.ctx, e.g, "traffic")
+	if err != nil || same || now.Digest != "world-2" {
+		t.Fatalf("revalidate, world changed: %v %+v %v", same, now, err)
+	}
+	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
+		t.Fatalf("revalidate wrote:\n%s", d)
+	}
+	_, _, err = e.l.Revalidate(e.ctx, e.g, "never-proposed")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+}

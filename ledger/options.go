@@ -15,7 +15,7 @@ import (
 type Option func(*options) error
 
 type options struct {
-	adapters      []Adapter
+	adapterList   []Adapter
 	logger        *zap.Logger
 	now           func() time.Time
 	sleep         func(ctx context.Context, d time.Duration) error
@@ -45,7 +45,7 @@ func WithAdapters(adapters ...Adapter) Option {
 			if err := coordinator.CheckLabel("adapter kind", a.Kind()); err != nil {
 				return err
 			}
-			o.adapters = append(o.adapters, a)
+			o.adapterList = append(o.adapterList, a)
 		}
 		return nil
 	}
