@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -53,7 +54,7 @@ func (f fault) merge(g fault) fault {
 
 // relay is one proxied connection.
 type relay struct {
-	src          uint64 // raft ID of the sending member, 0 if unknown
+	src          atomic.Uint64 // raft ID of the sending member, 0 until known
 	client, upst net.Conn
 	once         sync.Once
 }
@@ -131,7 +132,7 @@ func (p *Proxy) set(change func()) {
 	change()
 	var cut []*relay
 	for r := range p.conns {
-		if p.closed || p.faultLocked(r.src).cut {
+		if p.closed || p.faultLocked(r.src.Load()).cut {
 			cut = append(cut, r)
 		}
 	}
@@ -180,16 +181,9 @@ func (p *Proxy) accept() {
 	}
 }
 
-// sniffTimeout bounds the wait for a peer request's header.
-const sniffTimeout = 10 * time.Second
-
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
-	src, head := uint64(0), []byte(nil)
-	if p.sniff != nil {
-		src, head = p.sender(c)
-	}
-	if f, _, closed := p.state(src); f.cut || closed {
+	if f, _, closed := p.state(0); f.cut || closed {
 		_ = c.Close()
 		return
 	}
@@ -198,9 +192,9 @@ func (p *Proxy) serve(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	r := &relay{src: src, client: c, upst: u}
+	r := &relay{client: c, upst: u}
 	p.mu.Lock()
-	if p.closed || p.faultLocked(src).cut {
+	if p.closed || p.faultLocked(0).cut {
 		p.mu.Unlock()
 		r.close()
 		return
@@ -209,47 +203,63 @@ func (p *Proxy) serve(c net.Conn) {
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pump(r, c, u, head, false) }()
-	go func() { defer wg.Done(); p.pump(r, u, c, nil, true) }()
+	go func() {
+		defer wg.Done()
+		if p.sniff != nil {
+			p.requests(r, c, u)
+		} else {
+			p.pump(r, c, u, false)
+		}
+	}()
+	go func() { defer wg.Done(); p.pump(r, u, c, true) }()
 	wg.Wait()
 	p.mu.Lock()
 	delete(p.conns, r)
 	p.mu.Unlock()
 }
 
-// sender reads the first request's header off a peer connection and
-// returns the sending member's raft ID (0 if none is named) and the bytes
-// read.
-func (p *Proxy) sender(c net.Conn) (uint64, []byte) {
-	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
-	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
-	var first [1]byte
-	if _, err := io.ReadFull(c, first[:]); err != nil {
-		return 0, nil
-	}
-	if first[0] < 'A' || first[0] > 'Z' {
-		return 0, first[:] // not plain HTTP (a TLS handshake): no sender to read
+// requests relays the requests of a peer connection one by one, learning
+// the sending member from each (etcd reuses a connection its prober opened
+// for raft messages, so the first request may name no sender). Peer TLS
+// is not plain HTTP: such a connection is relayed as bytes, sender unknown.
+func (p *Proxy) requests(r *relay, from, to net.Conn) {
+	defer r.close()
+	br := bufio.NewReader(from)
+	if first, err := br.Peek(1); err != nil || first[0] < 'A' || first[0] > 'Z' {
+		p.pump(r, readerConn{br, from}, to, false)
+		return
 	}
 	var buf bytes.Buffer
-	buf.WriteByte(first[0])
-	r := io.MultiReader(bytes.NewReader(first[:]), io.TeeReader(io.LimitReader(c, 64<<10), &buf))
-	req, err := http.ReadRequest(bufio.NewReader(r))
-	// The bufio.Reader may have read past the header: everything it took
-	// from c is in buf and is relayed as it was.
-	if err != nil {
-		return 0, buf.Bytes()
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if id, err := strconv.ParseUint(req.Header.Get("X-Server-From"), 16, 64); err == nil && id != 0 {
+			r.src.Store(id)
+		}
+		buf.Reset()
+		err = req.Write(&buf)
+		_ = req.Body.Close()
+		if err != nil || !p.deliver(r, to, buf.Bytes(), false) {
+			return
+		}
 	}
-	id, _ := strconv.ParseUint(req.Header.Get("X-Server-From"), 16, 64)
-	return id, buf.Bytes()
 }
+
+// readerConn reads through a bufio.Reader that has buffered part of a
+// connection.
+type readerConn struct {
+	r io.Reader
+	net.Conn
+}
+
+func (c readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // pump copies one direction of r. back is the answer direction (target to
 // client).
-func (p *Proxy) pump(r *relay, from, to net.Conn, head []byte, back bool) {
+func (p *Proxy) pump(r *relay, from, to net.Conn, back bool) {
 	defer r.close()
-	if len(head) > 0 && !p.deliver(r, to, head, back) {
-		return
-	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
@@ -265,7 +275,7 @@ func (p *Proxy) pump(r *relay, from, to net.Conn, head []byte, back bool) {
 // deliver writes b to `to` under the proxy's faults; false ends the relay.
 func (p *Proxy) deliver(r *relay, to net.Conn, b []byte, back bool) bool {
 	for {
-		f, changed, closed := p.state(r.src)
+		f, changed, closed := p.state(r.src.Load())
 		switch {
 		case closed || f.cut:
 			return false
