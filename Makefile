@@ -34,3 +34,11 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cli/leasegate bench
+
+# Randomized fault scenarios on a three-member cluster for SOAK_TIME
+# (default 5m), printing operations, faults by kind, unknown outcomes,
+# linearizability verdicts and violations (which must be 0).
+SOAK_TIME ?= 5m
+.PHONY: soak
+soak:
+	SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./internal/robustness
