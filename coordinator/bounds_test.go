@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -135,14 +136,67 @@ func TestRequestsEtcdNeverAccepts(t *testing.T) {
 
 // TestEndpointThatIsNotEtcd: a plain HTTP/2 server answering 404 makes
 // every read authority_unavailable with a detail naming the endpoint —
-// never outcome_unknown.
+// never outcome_unknown; one answering 403 (a proxy refusing access) is
+// permission_denied.
 func TestEndpointThatIsNotEtcd(t *testing.T) {
 	t.Parallel()
+	ctx := lgtest.Ctx(t)
+	for _, tc := range []struct {
+		status int
+		want   coordinator.Disposition
+		detail string
+	}{
+		{http.StatusNotFound, coordinator.AuthorityUnavailable, " did not answer as etcd"},
+		{http.StatusInternalServerError, coordinator.AuthorityUnavailable, " did not answer as etcd"},
+		{http.StatusOK, coordinator.AuthorityUnavailable, " did not answer as etcd"},
+		{http.StatusForbidden, coordinator.PermissionDenied, "etcd's auth refused the request"},
+	} {
+		ep, cli := plainHTTP2(t, tc.status)
+		for name, open := range map[string]func(context.Context, *clientv3.Client, ...coordinator.Option) (*coordinator.Coordinator, error){
+			"New": coordinator.New, "Open": coordinator.Open,
+		} {
+			_, err := open(ctx, cli)
+			lgtest.Want(t, err, tc.want)
+			want := tc.detail
+			if tc.status != http.StatusForbidden {
+				want = "endpoint " + ep + want
+			}
+			if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%s, HTTP %d: %q; want one line saying %q", name, tc.status, err, want)
+			}
+		}
+	}
+	// A gRPC server that is not etcd answers Unimplemented.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.NotFoundHandler(), Protocols: new(http.Protocols)}
+	gs := grpc.NewServer()
+	go func() { _ = gs.Serve(l) }()
+	t.Cleanup(gs.Stop)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + l.Addr().String()}, DialTimeout: 5 * time.Second,
+		DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	_, err = coordinator.New(ctx, cli)
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+	if !strings.Contains(err.Error(), "did not answer as etcd") {
+		t.Fatalf("a gRPC server that is not etcd: %v", err)
+	}
+}
+
+// plainHTTP2 serves HTTP/2 without TLS on loopback, answering every
+// request with status, and returns its endpoint and an etcd client of it.
+func plainHTTP2(t *testing.T, status int) (string, *clientv3.Client) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }),
+		Protocols: new(http.Protocols)}
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -153,14 +207,5 @@ func TestEndpointThatIsNotEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	ctx := lgtest.Ctx(t)
-	for name, open := range map[string]func(context.Context, *clientv3.Client, ...coordinator.Option) (*coordinator.Coordinator, error){
-		"New": coordinator.New, "Open": coordinator.Open,
-	} {
-		_, err := open(ctx, cli)
-		lgtest.Want(t, err, coordinator.AuthorityUnavailable)
-		if want := "endpoint " + ep + " did not answer as etcd"; !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: %v; want %q", name, err, want)
-		}
-	}
+	return ep, cli
 }

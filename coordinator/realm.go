@@ -19,6 +19,9 @@ type Coordinator struct {
 	lg      *zap.Logger
 	opts    options
 	metrics *Metrics // nil without WithMetrics
+	// ancestors are the realm keys of the enclosing prefixes checked for
+	// nesting: all of them, or none if the client may not read there.
+	ancestors []string
 
 	mu       sync.Mutex
 	realm    string
@@ -125,7 +128,7 @@ func (c *Coordinator) ancestorRealms() []string {
 // realmReads reads the realm key, then every ancestor's.
 func (c *Coordinator) realmReads() []clientv3.Op {
 	ops := []clientv3.Op{clientv3.OpGet(c.keys.Realm())}
-	for _, k := range c.ancestorRealms() {
+	for _, k := range c.ancestors {
 		ops = append(ops, clientv3.OpGet(k))
 	}
 	return ops
@@ -133,16 +136,24 @@ func (c *Coordinator) realmReads() []clientv3.Op {
 
 func (c *Coordinator) noAncestorRealms() []clientv3.Cmp {
 	var cmps []clientv3.Cmp
-	for _, k := range c.ancestorRealms() {
+	for _, k := range c.ancestors {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
 	}
 	return cmps
 }
 
 // readRealm reads the realm and the ancestors' realm keys at one revision
-// and adopts the realm if there is one.
+// and adopts the realm if there is one. A client whose role may read only
+// its own prefix (etcd auth) cannot see the ancestors: the nesting check is
+// then skipped rather than the open refused.
 func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
+	c.ancestors = c.ancestorRealms()
 	resp, err := c.Txn(ctx, TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+	if DispositionOf(err) == PermissionDenied && len(c.ancestors) > 0 {
+		c.lg.Debug("the enclosing prefixes are not readable; nesting not checked", zap.String("prefix", c.keys.prefix))
+		c.ancestors = nil
+		resp, err = c.Txn(ctx, TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+	}
 	if err != nil {
 		return false, err
 	}
@@ -152,7 +163,7 @@ func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
 // adoptRealmReads classifies the responses of realmReads: invalid_input if
 // an ancestor holds a keyspace, else whether the realm exists (adopted).
 func (c *Coordinator) adoptRealmReads(op string, rs []*pb.ResponseOp) (bool, error) {
-	for i, k := range c.ancestorRealms() {
+	for i, k := range c.ancestors {
 		if firstKV(rs[i+1]) != nil {
 			return false, Invalid(op, "prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it",
 				c.keys.prefix, k[:len(k)-len("/realm")], k)

@@ -184,15 +184,11 @@ func neverAcceptable(err error, code codes.Code) bool {
 }
 
 // notEtcd reports an answer from an endpoint that does not serve etcd's
-// gRPC API: a plain HTTP/2 server answers 404 (gRPC's Unimplemented) or a
-// response that is not gRPC. Nothing was applied.
+// gRPC API: a gRPC server without etcd's services (Unimplemented), or a
+// plain HTTP/2 server, whose response gRPC names by its HTTP status (404 is
+// Unimplemented, others Unknown). Nothing was applied.
 func notEtcd(err error, code codes.Code) bool {
-	if code == codes.Unimplemented {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "unexpected HTTP status code") || strings.Contains(msg, "malformed header: missing HTTP content-type") ||
-		strings.Contains(msg, "unexpected content-type")
+	return code == codes.Unimplemented || strings.Contains(err.Error(), "unexpected HTTP status code received from server")
 }
 
 // isNoSpace reports etcd's quota refusal: the backend reached its quota

@@ -1,0 +1,84 @@
+package coordinator_test
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestPermissionDenied runs on a cluster with auth on: a user whose role has
+// readwrite on the leasegate prefix only can do everything (including a
+// prefix nested in paths it cannot read); outside it, or with no role, the
+// answer is permission_denied — not a hold, not unknown — and nothing is
+// written.
+func TestPermissionDenied(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithAuth("root-pw"))
+	cl.AddPrefixUser(t, "alice", "alice-pw", "/apps/lg/")
+	cl.AddPrefixUser(t, "bob", "bob-pw", "/elsewhere/")
+	root := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+
+	alice := cl.ClientAs(t, "alice", "alice-pw")
+	c, err := coordinator.New(ctx, alice, coordinator.WithPrefix("/apps/lg"))
+	if err != nil {
+		t.Fatalf("New as a user with readwrite on the prefix only: %v", err)
+	}
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coordinator.Open(ctx, alice, coordinator.WithPrefix("/apps/lg")); err != nil {
+		t.Fatal(err)
+	}
+
+	before := lgtest.Snap(t, root, "")
+	bob := cl.ClientAs(t, "bob", "bob-pw")
+	for name, open := range map[string]func() error{
+		"New outside the role's prefix": func() error {
+			_, err := coordinator.New(ctx, bob, coordinator.WithPrefix("/apps/lg"))
+			return err
+		},
+		"Open outside the role's prefix": func() error {
+			_, err := coordinator.Open(ctx, bob, coordinator.WithPrefix("/apps/lg"))
+			return err
+		},
+		"New as a user with no role": func() error {
+			noRole := cl.ClientAs(t, "", "")
+			_, err := coordinator.New(ctx, noRole, coordinator.WithPrefix("/apps/lg"))
+			return err
+		},
+	} {
+		err := open()
+		if coordinator.DispositionOf(err) != coordinator.PermissionDenied {
+			t.Fatalf("%s: %v; want permission_denied", name, err)
+		}
+	}
+	if d := before.Diff(lgtest.Snap(t, root, "")); d != "" {
+		t.Fatalf("refused opens wrote:\n%s", d)
+	}
+	// A commit whose caller op lies outside the role's prefix: etcd's auth
+	// refuses the whole Txn.
+	bc, err := coordinator.New(ctx, bob, coordinator.WithPrefix("/elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := lgtest.Claim(t, lgtest.Session(t, bc, "bob", 10*time.Second), "t", "k")
+	before = lgtest.Snap(t, root, "")
+	_, err = fencedtxn.Commit(ctx, bc, bg, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")},
+		fencedtxn.WithOps(clientv3.OpPut("/apps/not-bobs", "x")))
+	lgtest.Want(t, err, coordinator.PermissionDenied)
+	if d := before.Diff(lgtest.Snap(t, root, "")); d != "" {
+		t.Fatalf("a refused commit wrote:\n%s", d)
+	}
+}
