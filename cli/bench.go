@@ -44,7 +44,7 @@ A progress bar goes to stderr when stderr is a terminal.`,
 		),
 		Before:      commandOutput,
 		Action:      benchRun,
-		Subcommands: []*cli.Command{benchTakeoverCommand()},
+		Subcommands: []*cli.Command{benchTakeoverCommand(), benchScaleCommand()},
 	}
 }
 
@@ -241,4 +241,85 @@ func commaList(v string) []string {
 		out = append(out, strings.TrimSpace(f))
 	}
 	return out
+}
+
+func benchScaleCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "scale",
+		Usage: "measure one session holding many grants, and its mass expiry against a lease per lock",
+		Description: example(`For each size, one session claims that many tasks (--workers at a time) and
+reports the claim rate, commit p50/p99 (commits one at a time on random held
+tasks), this process's heap growth per grant held (with the embedded etcd it
+includes etcd's own index: use --endpoints against a separate 'leasegate etcd'
+for the client alone), and the keepalives sent — one lease, whatever the size.
+Then the session dies (its client closes: no keepalive, no revoke) and a
+watcher times every owner key's deletion after the lease's TTL ran out. For
+comparison, --per-lock keys each on a lease of its own (one session per lock)
+expire together: etcd revokes expired leases at a bounded rate, so their keys
+go late.`,
+			"leasegate bench scale",
+			"leasegate bench scale --sizes 1000,10000 --per-lock 10000 -o json",
+			"leasegate --endpoints 127.0.0.1:2379 bench scale --sizes 100000"),
+		Flags: append(etcdFlags(),
+			&cli.StringFlag{Name: "sizes", Usage: "grants held by one session, comma-separated", Value: "1000,10000,100000"},
+			&cli.IntFlag{Name: "workers", Usage: "concurrent claimers", Value: 16},
+			&cli.IntFlag{Name: "commits", Usage: "commits timed at each size", Value: 300},
+			&cli.DurationFlag{Name: "ttl", Usage: "the session's lease TTL (whole seconds)", Value: 5 * time.Second},
+			&cli.IntFlag{Name: "per-lock", Usage: "single-key leases expiring together for comparison (default: the largest size; -1 skips)"},
+			&cli.DurationFlag{Name: "per-lock-ttl", Usage: "their TTL (whole seconds; longer than their setup takes)", Value: 60 * time.Second},
+		),
+		Action: benchScale,
+	}
+}
+
+// scaleOutput is bench scale's result with -o json.
+type scaleOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	*bench.ScaleReport
+}
+
+func benchScale(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	op := c.Command.FullName()
+	cfg := bench.ScaleConfig{Workers: c.Int("workers"), Commits: c.Int("commits"), TTL: c.Duration("ttl"),
+		PerLock: c.Int("per-lock"), PerLockTTL: c.Duration("per-lock-ttl"), Logger: globalsOf(c).lg}
+	if cfg.Workers < 1 || cfg.Commits < 1 || cfg.TTL <= 0 || cfg.PerLockTTL <= 0 {
+		return coordinator.Invalid(op, "--workers, --commits, --ttl and --per-lock-ttl must be positive")
+	}
+	for _, f := range commaList(c.String("sizes")) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return coordinator.Invalid(op, "--sizes %q: want comma-separated counts", c.String("sizes"))
+		}
+		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	etcd, closeEtcd, err := benchEtcd(c)
+	if err != nil {
+		return err
+	}
+	defer closeEtcd()
+	cfg.Etcd = etcd
+	cfg.Progress = progress(c)
+	rep, err := bench.Scale(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	t := table{header: []string{"GRANTS", "CLAIMS/S", "COMMIT-P50-MS", "COMMIT-P99-MS", "HEAP-B/GRANT", "LEASES", "KEEPALIVES", "HELD-S",
+		"GONE-P50-MS", "GONE-P99-MS", "ALL-GONE-MS"}}
+	for _, z := range rep.Sizes {
+		t.rows = append(t.rows, []string{strconv.Itoa(z.Grants), fmt.Sprintf("%.0f", z.ClaimsPerSec), fmt.Sprintf("%.2f", z.CommitP50Ms),
+			fmt.Sprintf("%.2f", z.CommitP99Ms), fmt.Sprintf("%.0f", z.HeapPerGrantB), strconv.Itoa(z.Leases), fmt.Sprintf("%.0f", z.Keepalives),
+			fmt.Sprintf("%.1f", z.HeldSeconds), fmt.Sprintf("%.0f", z.Expiry.LagP50Ms), fmt.Sprintf("%.0f", z.Expiry.LagP99Ms),
+			fmt.Sprintf("%.0f", z.Expiry.LagMaxMs)})
+	}
+	if pl := rep.PerLock; pl != nil {
+		t.rows = append(t.rows, []string{""}, []string{"PER-LOCK-LEASES", "SETUP-S", "GONE-P50-MS", "GONE-P99-MS", "ALL-GONE-MS"},
+			[]string{strconv.Itoa(pl.Leases), fmt.Sprintf("%.1f", pl.SetupS), fmt.Sprintf("%.0f", pl.LagP50Ms),
+				fmt.Sprintf("%.0f", pl.LagP99Ms), fmt.Sprintf("%.0f", pl.LagMaxMs)})
+	}
+	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, session TTL %d ms, %d workers, load %s → %s",
+		rep.Etcd, rep.Fsync, rep.Machine.CPUs, rep.TTLMs, rep.Workers, rep.Machine.LoadStart, rep.Machine.LoadEnd)})
+	return globalsOf(c).out.result(scaleOutput{Disposition: ok, ScaleReport: rep}, t)
 }

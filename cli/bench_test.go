@@ -56,6 +56,14 @@ func TestBench(t *testing.T) {
 			t.Fatalf("results %v", obj)
 		}
 	})
+	t.Run("scale", func(t *testing.T) {
+		r := execApp(t, call{}, "-o", "json", "bench", "scale", "--unsafe-no-fsync", "--sizes", "10", "--commits", "2",
+			"--ttl", "1s", "--per-lock", "-1")
+		obj := want(t, r, cli.ExitDone, "ok")
+		if sizes, _ := obj["sizes"].([]any); len(sizes) != 1 || obj["per_lock"] != nil {
+			t.Fatalf("report %v", obj)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		e := newEnv(t)
 		for _, args := range [][]string{
@@ -67,6 +75,8 @@ func TestBench(t *testing.T) {
 			{"bench", "takeover", "--trials", "0"},
 			{"bench", "takeover", "--causes", "fire"},
 			{"bench", "takeover", "--ttl", "1500ms"},
+			{"bench", "scale", "--sizes", "ten"},
+			{"bench", "scale", "--sizes", "0"},
 		} {
 			want(t, e.lg(t, args...), cli.ExitInvalid, coordinator.InvalidInput)
 		}
