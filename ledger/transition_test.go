@@ -232,3 +232,50 @@ func TestDigestIsCanonicalAndInjective(t *testing.T) {
 		seen[d] = name
 	}
 }
+
+// A task's journal is in the order its transitions happened, across
+// operations; each operation's part of it is that operation's journal.
+func TestTaskJournalInTransitionOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pre := Observation{Digest: "world-1", At: time.Now()}
+	var want []string
+	step := func(op string, f func() (Record, error)) {
+		t.Helper()
+		rec, err := f()
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		want = append(want, fmt.Sprintf("%s:%s@%d", op, rec.State, rec.Revision))
+	}
+	propose := func(op string) func() (Record, error) {
+		return func() (Record, error) { return e.l.Propose(e.ctx, e.g, op, promote("db-b"), pre) }
+	}
+	authorize := func(op string) func() (Record, error) {
+		return func() (Record, error) {
+			d, _ := Digest(promote("db-b"))
+			return e.l.Authorize(e.ctx, e.g, op, Approval{Approver: "darius", ParamsDigest: d, PreconditionDigest: "world-1"})
+		}
+	}
+	step("b", propose("b"))
+	step("a", propose("a"))
+	step("a", authorize("a"))
+	step("b", authorize("b"))
+	step("b", func() (Record, error) { return e.l.Reject(e.ctx, e.g, "b", "not needed") })
+	step("a", func() (Record, error) { return e.l.Reject(e.ctx, e.g, "a", "not needed") })
+	js, err := e.l.Journal(e.ctx, tenant, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range js {
+		got = append(got, fmt.Sprintf("%s:%s@%d", j.Operation, j.To, j.Revision))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("task journal\n %v\nwant\n %v", got, want)
+	}
+	for _, op := range []string{"a", "b"} {
+		_, opJournal := e.journal(op)
+		wantStates(t, opJournal, Proposed, Authorized, Rejected)
+	}
+}
