@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -81,33 +79,23 @@ func TestClaimBusyReportsHolder(t *testing.T) {
 	}
 }
 
-// dropper is a gRPC interceptor that lets the next Txn reach etcd and apply,
-// then loses its answer, as a cut connection would.
-type dropper struct{ armed atomic.Bool }
-
-func (d *dropper) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	if method == "/etcdserverpb.KV/Txn" && d.armed.CompareAndSwap(true, false) {
-		return status.Error(codes.Unavailable, "transport is closing (answer dropped by the test)")
-	}
-	return err
+// lostAnswer lets the next Txn reach etcd and apply, then loses its
+// answer, as a cut connection would.
+func lostAnswer() *lgtest.TxnAnswers {
+	return &lgtest.TxnAnswers{Once: true, Err: status.Error(codes.Unavailable, "transport is closing (answer dropped by the test)")}
 }
 
 func TestClaimRetriedAfterLostResponse(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
-	d := &dropper{}
-	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	d := lostAnswer()
+	cli := lgtest.ClientWith(t, cl, d)
 	ctx := lgtest.Ctx(t)
 	c := lgtest.CoordinatorOf(t, cli)
 	s := lgtest.Session(t, c, "worker", 10*time.Second)
 
-	d.armed.Store(true)
-	_, err = s.Claim(ctx, "t", "k")
+	d.Arm()
+	_, err := s.Claim(ctx, "t", "k")
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 	own, err := c.Owner(ctx, "t", "k")
 	if err != nil || own.Owner != "worker" {
@@ -120,7 +108,7 @@ func TestClaimRetriedAfterLostResponse(t *testing.T) {
 	// A commit whose answer is lost is outcome_unknown too, and retrying the
 	// same intent learns that it applied.
 	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
-	d.armed.Store(true)
+	d.Arm()
 	_, err = fencedtxn.Commit(ctx, c, g, in)
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 	r, err := fencedtxn.Commit(ctx, c, g, in)

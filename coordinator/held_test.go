@@ -5,7 +5,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -18,12 +17,8 @@ import (
 func TestSessionGrantsAndReleaseTask(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
-	d := &dropper{}
-	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	d := lostAnswer()
+	cli := lgtest.ClientWith(t, cl, d)
 	ctx := lgtest.Ctx(t)
 	c := lgtest.CoordinatorOf(t, cli)
 	s := lgtest.Session(t, c, "worker", 10*time.Second)
@@ -33,8 +28,8 @@ func TestSessionGrantsAndReleaseTask(t *testing.T) {
 	twinHeld := lgtest.Claim(t, twin, "t", "twin")
 	theirs := lgtest.Claim(t, other, "t", "theirs")
 
-	d.armed.Store(true)
-	_, err = s.Claim(ctx, "t", "lost")
+	d.Arm()
+	_, err := s.Claim(ctx, "t", "lost")
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 
 	grants, err := s.Grants(ctx)

@@ -202,7 +202,7 @@ func isNoSpace(err error) bool {
 // request: it was not applied and never will be.
 func definitelyNotApplied(code codes.Code) bool {
 	switch code {
-	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition, codes.OutOfRange:
+	case codes.FailedPrecondition, codes.OutOfRange: // InvalidArgument and the auth codes are named earlier in classify
 		return true
 	}
 	return false

@@ -1,14 +1,11 @@
 package fencedtxn_test
 
 import (
-	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -144,38 +141,23 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 	})
 }
 
-// deadliner lets every Txn reach etcd and apply, then answers
-// DeadlineExceeded, as a client whose every attempt timed out would see.
-type deadliner struct{ armed atomic.Bool }
-
-func (d *deadliner) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	if method == "/etcdserverpb.KV/Txn" && d.armed.Load() {
-		return status.Error(codes.DeadlineExceeded, "context deadline exceeded (answer replaced by the test)")
-	}
-	return err
-}
-
 // TestEveryAttemptDeadlineExceededIsOutcomeUnknown: a write etcd applied
 // whose every answer was DeadlineExceeded is outcome_unknown — never a hold
 // — and retrying the same intent learns it applied.
 func TestEveryAttemptDeadlineExceededIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
-	d := &deadliner{}
-	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(d.intercept))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	// Every Txn reaches etcd and applies; its answer is DeadlineExceeded.
+	d := &lgtest.TxnAnswers{Err: status.Error(codes.DeadlineExceeded, "context deadline exceeded (answer replaced by the test)")}
+	cli := lgtest.ClientWith(t, cl, d)
 	ctx := lgtest.Ctx(t)
 	c := lgtest.CoordinatorOf(t, cli)
 	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
 	in := fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")}
-	d.armed.Store(true)
-	_, err = fencedtxn.Commit(ctx, c, g, in)
+	d.Arm()
+	_, err := fencedtxn.Commit(ctx, c, g, in)
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
-	d.armed.Store(false)
+	d.Disarm()
 	r, err := fencedtxn.Commit(ctx, c, g, in)
 	if err != nil || r.Disposition != coordinator.HistoricalRetry {
 		t.Fatalf("retry: %+v %v; want historical_retry (the first attempt applied)", r, err)
