@@ -42,3 +42,19 @@ SOAK_TIME ?= 5m
 .PHONY: soak
 soak:
 	SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./internal/robustness
+
+# Fuzzing: each target explores for FUZZTIME (go test -fuzz runs one target
+# at a time). Their seed corpora (f.Add and testdata/fuzz/) run in every
+# plain `go test`, so `make test` replays them; a failing input the fuzzer
+# finds is written to testdata/fuzz/<target>/ — commit it with the fix.
+FUZZTIME ?= 20s
+FUZZ_TARGETS = coordinator:FuzzTaskKeys coordinator:FuzzParseKey coordinator:FuzzLeaseID coordinator:FuzzGrantJSON \
+	fencedtxn:FuzzDigest ledger:FuzzCanonical ledger:FuzzDecodeRecord \
+	cli:FuzzParseGrant cli:FuzzTTL cli:FuzzEndpoint
+
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME); \
+	done
