@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	etcdversion "go.etcd.io/etcd/api/v3/version"
+
+	"github.com/leasegate/leasegate/coordinator"
 )
 
 // The module paths whose versions `leasegate version` reports.
@@ -30,15 +32,15 @@ of the etcd client it links. 'leasegate --version' prints the same.`,
 
 // versionOutput is what `leasegate version` prints.
 type versionOutput struct {
-	Disposition  string `json:"disposition"`
-	Version      string `json:"version"`      // module version, "(devel)" from a checkout
-	Revision     string `json:"vcs_revision"` // commit; "unknown" when not recorded
-	RevisionTime string `json:"vcs_time"`     // commit time (RFC 3339), "" when not recorded
-	Modified     bool   `json:"vcs_modified"` // the checkout had uncommitted changes
-	GoVersion    string `json:"go_version"`   // the toolchain that built the binary
-	EtcdClient   string `json:"etcd_client"`  // version of go.etcd.io/etcd/client/v3 linked in
-	EtcdAPI      string `json:"etcd_api"`     // etcd API version the client speaks
-	Platform     string `json:"platform"`     // GOOS/GOARCH
+	Disposition  coordinator.Disposition `json:"disposition"`
+	Version      string                  `json:"version"`      // module version, "(devel)" from a checkout
+	Revision     string                  `json:"vcs_revision"` // commit; "unknown" when not recorded
+	RevisionTime string                  `json:"vcs_time"`     // commit time (RFC 3339), "" when not recorded
+	Modified     bool                    `json:"vcs_modified"` // the checkout had uncommitted changes
+	GoVersion    string                  `json:"go_version"`   // the toolchain that built the binary
+	EtcdClient   string                  `json:"etcd_client"`  // version of go.etcd.io/etcd/client/v3 linked in
+	EtcdAPI      string                  `json:"etcd_api"`     // etcd API version the client speaks
+	Platform     string                  `json:"platform"`     // GOOS/GOARCH
 }
 
 func version(c *cli.Context) error {
@@ -64,7 +66,7 @@ func printVersion(c *cli.Context) error {
 // versionOf reads the versions off the binary's build info (nil when the
 // binary has none).
 func versionOf(bi *debug.BuildInfo) versionOutput {
-	v := versionOutput{Disposition: string(ok), Version: "unknown", Revision: "unknown",
+	v := versionOutput{Disposition: ok, Version: "unknown", Revision: "unknown",
 		GoVersion: runtime.Version(), EtcdClient: "v" + etcdversion.Version, EtcdAPI: etcdversion.APIVersion,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if bi == nil {
