@@ -30,17 +30,18 @@ type provider struct {
 	applyDeadlines []time.Time // the deadline of every Apply context (zero: none)
 	observeCalls   int
 
-	dropResponse  bool                   // apply, then lose the answer
-	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
-	refuse        *RefusedError          // refuse definitely, applying nothing
-	noEvidence    bool                   // answer success with no evidence
-	hugeEvidence  bool                   // answer success with evidence past MaxDetailBytes
-	onApply       func(operation string) // runs inside Apply, before it applies
-	afterApply    func(operation string) // runs inside Apply, after it applied
-	observeScript []Outcome              // outcomes Observe returns in turn (then the truth)
-	observeErr    error                  // Observe fails
-	observeBare   bool                   // Observe says applied but shows no evidence
-	preBarrier    *barrier               // Precondition waits here
+	dropResponse      bool                   // apply, then lose the answer
+	lostRequest       bool                   // the request is lost on the way: nothing applied, no answer
+	refuse            *RefusedError          // refuse definitely, applying nothing
+	noEvidence        bool                   // answer success with no evidence
+	hugeEvidence      bool                   // answer success with evidence past MaxDetailBytes
+	onApply           func(operation string) // runs inside Apply, before it applies
+	afterApply        func(operation string) // runs inside Apply, after it applied
+	observeScript     []Outcome              // outcomes Observe returns in turn (then the truth)
+	observeErr        error                  // Observe fails
+	observeBare       bool                   // Observe says applied but shows no evidence
+	preBarrier        *barrier               // Precondition waits here
+	afterPrecondition func()                 // runs at the end of Precondition
 }
 
 func newProvider(kind string) *provider {
@@ -62,8 +63,13 @@ func (p *provider) Precondition(ctx context.Context, e Effect) (Observation, err
 		}
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return Observation{Digest: p.world, At: time.Now(), Detail: json.RawMessage(fmt.Sprintf(`{"writer":%q}`, p.world))}, nil
+	o := Observation{Digest: p.world, At: time.Now(), Detail: json.RawMessage(fmt.Sprintf(`{"writer":%q}`, p.world))}
+	after := p.afterPrecondition
+	p.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return o, nil
 }
 
 func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch int64) (Evidence, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -184,47 +185,55 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 			reason:   fmt.Sprintf("precondition changed: approved %s (seen %s), now %s (seen %s)", short(rec.Precondition.Digest), stamp(rec.Precondition.At), short(now.Digest), stamp(now.At)),
 			evidence: &Evidence{Detail: now.Detail, At: now.At}})
 	}
-	at := l.now().UTC()
-	claimed, err := l.apply(ctx, g, rec, change{to: Dispatching, by: StepDispatch,
+	at, id := l.now().UTC(), uuid.NewString()
+	claimed, err := l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch,
 		reason: fmt.Sprintf("dispatch claimed; precondition %s revalidated (seen %s)", short(now.Digest), stamp(now.At)),
-		mutate: func(r *Record) { r.Epoch, r.Owner, r.Attempts, r.DispatchedAt = g.Epoch, g.Owner, r.Attempts+1, at }})
+		mutate: func(r *Record) {
+			r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = g.Epoch, g.Owner, r.Attempts+1, at, id
+		}}, "claim not recorded; retrying")
 	if err != nil {
 		return claimed, err
 	}
 	actx, cancel := context.WithTimeout(ctx, l.callTimeout)
 	ev, applyErr := ad.Apply(actx, rec.Effect, operation, g.Epoch)
 	cancel()
-	return l.record(ctx, g, claimed, l.outcomeOfApply(ev, applyErr))
+	// The provider has answered (or not): record it even if ctx ended meanwhile.
+	return l.persist(context.WithoutCancel(ctx), g, claimed, l.outcomeOfApply(ev, applyErr), "outcome not recorded; retrying")
 }
 
-// record writes the provider's answer to a claimed dispatch. It runs even if
-// ctx ended while the provider answered, and retries while etcd does not
-// answer, so that an answer is not lost for want of a context or of a
-// moment of quorum. After an attempt whose outcome is unknown, finding the
-// record already at exactly this transition means that attempt applied.
-func (l *Ledger) record(ctx context.Context, g coordinator.Grant, claimed Record, ch change) (Record, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.recordTimeout)
+// persist makes one transition of a dispatch, retrying within
+// WithRecordTimeout while etcd does not answer (a hold, or an unknown
+// outcome), so that a claim or a provider's answer is not lost for a moment
+// without quorum. After an attempt whose outcome is unknown, finding the
+// record at exactly this transition of this very dispatch (state, sequence
+// number, dispatch id) means that attempt applied.
+func (l *Ledger) persist(ctx context.Context, g coordinator.Grant, from Record, ch change, retrying string) (Record, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.recordTimeout)
 	defer cancel()
+	want := from
+	if ch.mutate != nil {
+		ch.mutate(&want)
+	}
 	wait, unknown := 50*time.Millisecond, false
 	for {
 		actx, cancelAttempt := context.WithTimeout(rctx, l.recordTimeout/5)
-		out, err := l.apply(actx, g, claimed, ch)
+		out, err := l.apply(actx, g, from, ch)
 		cancelAttempt()
 		switch d := coordinator.DispositionOf(err); {
 		case err == nil:
 			return out, nil
 		case unknown && (d == coordinator.IllegalTransition || d == coordinator.VersionConflict) &&
-			out.State == ch.to && out.Seq == claimed.Seq+1 && out.Epoch == claimed.Epoch:
+			out.State == ch.to && out.Seq == from.Seq+1 && out.DispatchID == want.DispatchID:
 			return out, nil
 		case d == coordinator.OutcomeUnknown:
 			unknown = true
 		case d != coordinator.AuthorityUnavailable:
 			return out, err
 		}
-		l.lg.Warn("outcome not recorded; retrying", l.fields(g, claimed.Operation, zap.String("to", string(ch.to)),
+		l.lg.Warn(retrying, l.fields(g, from.Operation, zap.String("to", string(ch.to)),
 			zap.String("disposition", string(coordinator.DispositionOf(err))))...)
 		if sleepTimer(rctx, wait) != nil {
-			return claimed, err
+			return from, err
 		}
 		wait = min(2*wait, time.Second)
 	}
@@ -248,9 +257,9 @@ func (l *Ledger) outcomeOfApply(ev Evidence, err error) change {
 	case err == nil:
 		return change{to: Unknown, by: StepDispatch, reason: "provider answered without evidence"}
 	case errors.As(err, &refused) && !refused.Evidence.Empty():
-		return change{to: Failed, by: StepDispatch, reason: "provider refused: " + refused.Reason, evidence: l.stamped(refused.Evidence)}
+		return change{to: Failed, by: StepDispatch, reason: truncate("provider refused: " + refused.Reason), evidence: l.stamped(refused.Evidence)}
 	case errors.As(err, &refused):
-		return change{to: Unknown, by: StepDispatch, reason: "provider refused without evidence: " + refused.Reason}
+		return change{to: Unknown, by: StepDispatch, reason: truncate("provider refused without evidence: " + refused.Reason)}
 	}
 	ch := change{to: Unknown, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}
 	if !ev.Empty() && checkEvidence(ev) == nil {

@@ -229,28 +229,35 @@ func TestApplyAnswers(t *testing.T) {
 	}
 }
 
-// etcd stops answering the gateway while the provider applies: the
-// provider's answer is recorded once etcd answers again — whether the first
-// attempt never left (cut) or applied with its answer lost (dropped).
-func TestOutcomeRecordedWhenEtcdAnswersAgain(t *testing.T) {
+// etcd stops answering the gateway just before it claims the dispatch, or
+// while the provider applies: the claim, and the provider's answer, are
+// recorded once etcd answers again — whether the attempt never left (cut)
+// or applied with its answer lost (dropped). The provider applies once.
+func TestDispatchRecordedWhenEtcdAnswersAgain(t *testing.T) {
 	t.Parallel()
+	cut := func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
+		cp.Cut()
+		lgtest.WaitDisconnected(t, cli) // the next request cannot leave: a hold
+	}
+	drop := func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
+		cp.DropAnswers() // the next request applies, its answer is lost: unknown
+	}
 	for _, tc := range []struct {
-		name  string
-		fault func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client)
+		name    string
+		claim   bool // the fault hits the claim (else the outcome)
+		fault   func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client)
+		retries string
 	}{
-		{"connection cut", func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
-			cp.Cut()
-			lgtest.WaitDisconnected(t, cli) // the next request cannot leave: a hold
-		}},
-		{"answers dropped", func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client) {
-			cp.DropAnswers() // the next request applies, its answer is lost: unknown
-		}},
+		{"claim, connection cut", true, cut, "claim not recorded; retrying"},
+		{"claim, answer dropped", true, drop, "claim not recorded; retrying"},
+		{"outcome, connection cut", false, cut, "outcome not recorded; retrying"},
+		{"outcome, answer dropped", false, drop, "outcome not recorded; retrying"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			cp := e.cl.ClientProxy(t)
-			lg, retrying := lgtest.LogSignal("outcome not recorded; retrying")
+			lg, retrying := lgtest.LogSignal(tc.retries)
 			cli := cp.Client(t)
 			viaProxy := lgtest.CoordinatorOf(t, cli)
 			l, err := New(viaProxy, WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second))
@@ -258,7 +265,14 @@ func TestOutcomeRecordedWhenEtcdAnswersAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.authorized(e.g, "op", promote("db-b"))
-			e.p.set(func(p *provider) { p.afterApply = func(string) { tc.fault(t, cp, cli) } })
+			hook := func() { tc.fault(t, cp, cli) }
+			e.p.set(func(p *provider) {
+				if tc.claim {
+					p.afterPrecondition = hook
+				} else {
+					p.afterApply = func(string) { hook() }
+				}
+			})
 			go func() {
 				select {
 				case <-retrying:
@@ -272,8 +286,8 @@ func TestOutcomeRecordedWhenEtcdAnswersAgain(t *testing.T) {
 			}
 			_, js := e.journal("op")
 			wantStates(t, js, Proposed, Authorized, Dispatching, Confirmed)
-			if e.p.appliedCount("op") != 1 {
-				t.Fatal("applied more than once")
+			if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("op") != 1 {
+				t.Fatalf("%d Apply calls", apply)
 			}
 		})
 	}
@@ -316,4 +330,57 @@ func TestRevalidateBeforeTheNextEffect(t *testing.T) {
 	}
 	_, _, err = e.l.Revalidate(e.ctx, e.g, "never-proposed")
 	lgtest.Want(t, err, coordinator.IllegalTransition)
+}
+
+// Two dispatches of one operation under one grant, the first one's claim
+// lost in transit while the second claims: the first learns the claim it
+// finds is not its own, and never reaches the adapter.
+func TestLostClaimIsNotMistakenForAnother(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cp := e.cl.ClientProxy(t)
+	lg, retrying := lgtest.LogSignal("claim not recorded; retrying")
+	first, err := New(lgtest.CoordinatorOf(t, cp.Client(t)), WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newProvider("db-promote")
+	second, err := New(e.c, WithAdapters(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.authorized(e.g, "op", promote("db-b"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	other.set(func(p *provider) { p.onApply = func(string) { close(entered); <-release } })
+	secondDone := make(chan error, 1)
+	e.p.set(func(p *provider) {
+		p.afterPrecondition = func() {
+			cp.Stall() // the first dispatch's claim is held on the way...
+			go func() {
+				_, err := second.Dispatch(e.ctx, e.g, "op") // ...while the second claims and applies
+				secondDone <- err
+			}()
+			lgtest.Wait(t, entered, "the second dispatch to reach its adapter")
+		}
+	})
+	go func() {
+		select { // the first dispatch retries its claim
+		case <-retrying:
+		case <-time.After(lgtest.Timeout):
+		}
+		cp.Heal()
+	}()
+	_, err = first.Dispatch(e.ctx, e.g, "op")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
+	close(release)
+	if err := <-secondDone; err != nil {
+		t.Fatalf("second dispatch: %v", err)
+	}
+	if _, apply, _ := e.p.calls(); apply != 0 {
+		t.Fatalf("the first dispatch reached its adapter %d times", apply)
+	}
+	rec, _ := e.journal("op")
+	if rec.State != Confirmed || rec.Attempts != 1 {
+		t.Fatalf("record %+v", rec)
+	}
 }

@@ -111,9 +111,10 @@ type Record struct {
 	Precondition   Observation `json:"precondition"`
 
 	ProposedEpoch int64     `json:"proposed_epoch"`
-	Epoch         int64     `json:"epoch"`           // the epoch that last claimed dispatch; 0 before any
-	Owner         string    `json:"owner,omitempty"` // the owner of that epoch
-	Attempts      int       `json:"attempts"`        // dispatches claimed (each under the same operation id)
+	Epoch         int64     `json:"epoch"`                 // the epoch that last claimed dispatch; 0 before any
+	Owner         string    `json:"owner,omitempty"`       // the owner of that epoch
+	Attempts      int       `json:"attempts"`              // dispatches claimed (each under the same operation id)
+	DispatchID    string    `json:"dispatch_id,omitempty"` // unique per claimed dispatch (attempt), never sent to the provider
 	DispatchedAt  time.Time `json:"dispatched_at,omitzero"`
 	Evidence      *Evidence `json:"evidence,omitempty"` // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
 
