@@ -54,6 +54,7 @@ are simulated (see docs/drill.md).`,
 			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both", Value: "both"},
 			&cli.IntFlag{Name: "replay", Usage: "run only trial `N` and print its whole trajectory", Value: -1},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
+			metricsAddrFlag(),
 		},
 		Action: drillAction,
 	}
@@ -105,6 +106,11 @@ func drillAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	metrics, stopMetrics, err := serveMetrics(c)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	g := globalsOf(c)
 	ctx := c.Context
 	where := ""
@@ -137,6 +143,9 @@ func drillAction(c *cli.Context) error {
 
 	prefix := g.prefix + "-drill/" + runID()
 	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
+	if metrics != nil {
+		opts = append(opts, drill.WithMetrics(metrics))
+	}
 	if bar := drillProgress(c.App.ErrWriter, s.trials*len(s.designs)); bar != nil {
 		opts = append(opts, drill.WithProgress(func() { _ = bar.Add(1) }))
 		defer func() { _ = bar.Finish(); fmt.Fprintln(c.App.ErrWriter) }()

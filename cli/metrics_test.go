@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,14 @@ func TestMetricsAddr(t *testing.T) {
 	}
 
 	for _, addr := range []string{"nonsense", "127.0.0.1:99999"} {
-		r := e.lg(t, "watch", "--metrics-addr", addr)
-		want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+		for _, args := range [][]string{{"watch"}, {"drill", "--trials", "1"}, {"bench", "--workers", "1"},
+			{"run", "--tenant", "t", "--task", "k", "--owner", "o", "--", "true"}} {
+			args = slices.Insert(args, 1, "--metrics-addr", addr) // before run's --
+			r := e.lg(t, args...)
+			want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+			if !strings.Contains(r.stderr, "metrics-addr") {
+				t.Errorf("%v: %s", args, r.stderr)
+			}
+		}
 	}
 }

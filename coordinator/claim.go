@@ -65,7 +65,7 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 		}
 		if resp.Succeeded {
 			g := Grant{Realm: realm, Tenant: tenant, Task: task, Owner: s.owner, Epoch: resp.Header.Revision, Lease: int64(s.lease)}
-			s.lg.Info("granted", g.taskFields()...)
+			logGrant(s.lg, zap.InfoLevel, "granted", g, true)
 			return g, resp.Header.Revision, nil
 		}
 		held, stored := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
@@ -83,7 +83,7 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 			// Our own earlier claim in this realm (the compare would have
 			// passed for an older one), whose answer was lost.
 			g := Grant{Realm: realm, Tenant: tenant, Task: task, Owner: s.owner, Epoch: held.ModRevision, Lease: int64(s.lease)}
-			s.lg.Info("granted (claim retried)", g.taskFields()...)
+			logGrant(s.lg, zap.InfoLevel, "granted (claim retried)", g, true)
 			return g, resp.Header.Revision, nil
 		}
 		holder := holderOf(tenant, task, held, held) // the holder's claim wrote its fence at the same revision

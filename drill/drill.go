@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -28,6 +29,7 @@ type config struct {
 	Replay   int // -1: no replay
 	Logger   *zap.Logger
 	Progress func()
+	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
 }
 
 // WithTrials sets the number of trials per design (default DefaultTrials).
@@ -188,7 +190,8 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 	if err != nil {
 		return nil, fmt.Errorf("drill: fixtures: %w", err)
 	}
-	coord, err := coordinator.New(ctx, client, coordinator.WithPrefix(cfg.Prefix+"/trials"), coordinator.WithLogger(lg))
+	coord, err := coordinator.New(ctx, client, append(metricsOptions(cfg.Metrics),
+		coordinator.WithPrefix(cfg.Prefix+"/trials"), coordinator.WithLogger(lg))...)
 	if err != nil {
 		return nil, fmt.Errorf("drill: %w", err)
 	}
