@@ -107,6 +107,7 @@ var ratioDefs = []struct {
 	{BareClaimRelease, Mutex, 0},
 	{Commit, Put, 0},
 	{Election, Mutex, 0},
+	{LedgerDispatch, Commit, 0},
 }
 
 func (cfg *Config) check() error {
@@ -241,6 +242,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer cleanup(tg.client, cfg.Prefix)
 
+	l, err := newBenchLedger(c)
+	if err != nil {
+		return nil, err
+	}
 	workers := make([]*worker, 0, slices.Max(cfg.Workers))
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -250,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	for i := range cap(workers) {
-		w, err := newWorker(ctx, c, i, cfg.Prefix)
+		w, err := newWorker(ctx, c, l, i, cfg.Prefix)
 		if err != nil {
 			return nil, fmt.Errorf("bench: set up worker %d: %w", i, err)
 		}

@@ -14,6 +14,7 @@
 //	election            concurrency.Election Campaign + Resign on a reused session
 //	bare-claim-release  the claim Txn and the release Txn of leasegate, sent bare
 //	claim-release       Session.Claim + Coordinator.Release
+//	ledger-dispatch     one effect through the ledger: Propose, Authorize, Dispatch (claim, apply, confirm) with a provider that applies at once
 //
 // Guarantees: every figure comes from operations that succeeded against a
 // real etcd (an embedded member with fsync on unless told otherwise, or the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/ledger"
 )
 
 // The variants, in the order they are reported.
@@ -22,10 +23,11 @@ const (
 	Election         = "election"
 	BareClaimRelease = "bare-claim-release"
 	ClaimRelease     = "claim-release"
+	LedgerDispatch   = "ledger-dispatch"
 )
 
 // Variants lists every variant.
-var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, ClaimRelease}
+var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, ClaimRelease, LedgerDispatch}
 
 // benchValue is the business value every write carries.
 var benchValue = []byte("bench-value-0123456789abcdef")
@@ -59,10 +61,12 @@ type worker struct {
 	crTask     string
 	bareCRTask string
 	fenceValue string
+	ledger     *ledger.Ledger
+	ledgerG    coordinator.Grant
 }
 
-func newWorker(ctx context.Context, c *coordinator.Coordinator, id int, prefix string) (*worker, error) {
-	w := &worker{id: id, c: c, client: c.Client(), putKey: fmt.Sprintf("%s-plain/put/%d", prefix, id),
+func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger, id int, prefix string) (*worker, error) {
+	w := &worker{id: id, c: c, client: c.Client(), ledger: l, putKey: fmt.Sprintf("%s-plain/put/%d", prefix, id),
 		crTask: fmt.Sprintf("cr-%d", id), bareCRTask: fmt.Sprintf("bare-cr-%d", id)}
 	var err error
 	if w.s, err = c.NewSession(ctx, fmt.Sprintf("worker-%d", id), 60*time.Second); err != nil {
@@ -77,6 +81,9 @@ func newWorker(ctx context.Context, c *coordinator.Coordinator, id int, prefix s
 		return nil, err
 	}
 	if w.bareG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("bare-commit-%d", id)); err != nil {
+		return nil, err
+	}
+	if w.ledgerG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("ledger-%d", id)); err != nil {
 		return nil, err
 	}
 	// The bare variants build what leasegate builds, once: the guard of
@@ -131,6 +138,8 @@ func (w *worker) op(ctx context.Context, v string) error {
 		return w.elect.Resign(ctx)
 	case BareClaimRelease:
 		return w.bareClaimRelease(ctx)
+	case LedgerDispatch:
+		return w.ledgerDispatch(ctx)
 	case ClaimRelease:
 		g, err := w.s.Claim(ctx, tenant, w.crTask)
 		if err != nil {

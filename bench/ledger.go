@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// benchKind is the effect kind of the ledger variant's provider.
+const benchKind = "bench"
+
+// benchAdapter is a provider that answers at once and always applies: the
+// ledger variant measures the ledger's own Txns, not a provider.
+type benchAdapter struct{}
+
+func (benchAdapter) Kind() string              { return benchKind }
+func (benchAdapter) Contract() ledger.Contract { return ledger.Contract{RetrySafe: true} }
+func (benchAdapter) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
+	return ledger.Observation{Digest: "world-1", At: time.Now()}, nil
+}
+func (benchAdapter) Apply(_ context.Context, _ ledger.Effect, operation string, _ int64) (ledger.Evidence, error) {
+	return ledger.Evidence{ProviderIDs: []string{operation}, At: time.Now()}, nil
+}
+func (benchAdapter) Observe(_ context.Context, _ ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
+	return ledger.Applied, ledger.Evidence{ProviderIDs: []string{operation}, At: time.Now()}, nil
+}
+
+func newBenchLedger(c *coordinator.Coordinator) (*ledger.Ledger, error) {
+	return ledger.New(c, ledger.WithAdapters(benchAdapter{}))
+}
+
+// ledgerDispatch is one effect through the ledger: propose, authorize,
+// dispatch (claim, apply, confirm).
+func (w *worker) ledgerDispatch(ctx context.Context) error {
+	g, op := w.ledgerG, fmt.Sprintf("effect-%06d", w.seq)
+	pre := ledger.Observation{Digest: "world-1", At: time.Now()}
+	rec, err := w.ledger.Propose(ctx, g, op, ledger.Effect{Kind: benchKind, Target: "target", Policy: "bench-v1"}, pre)
+	if err != nil {
+		return err
+	}
+	if _, err := w.ledger.Authorize(ctx, g, op, ledger.Approval{Approver: "bench", ParamsDigest: rec.ParamsDigest,
+		PreconditionDigest: pre.Digest, At: time.Now()}); err != nil {
+		return err
+	}
+	rec, err = w.ledger.Dispatch(ctx, g, op)
+	if err != nil {
+		return err
+	}
+	if rec.State != ledger.Confirmed {
+		return fmt.Errorf("dispatch ended %s", rec.State)
+	}
+	return nil
+}
