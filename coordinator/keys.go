@@ -104,7 +104,17 @@ func (k Keyspace) RetentionMarks() string { return k.prefix + "/retention/marks/
 // ParseOp splits an operation record's key back into tenant, task and
 // operation.
 func (k Keyspace) ParseOp(key string) (tenant, task, operation string, ok bool) {
-	rest, found := strings.CutPrefix(key, k.prefix+"/ops/")
+	return k.parseOperation("ops", key)
+}
+
+// ParseEffect splits an effect record's key back into tenant, task and
+// operation.
+func (k Keyspace) ParseEffect(key string) (tenant, task, operation string, ok bool) {
+	return k.parseOperation("effects", key)
+}
+
+func (k Keyspace) parseOperation(kind, key string) (tenant, task, operation string, ok bool) {
+	rest, found := strings.CutPrefix(key, k.prefix+"/"+kind+"/")
 	if !found {
 		return "", "", "", false
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/ledger"
 )
 
 // DefaultWindow is the retention window unless WithWindow says otherwise.
@@ -35,6 +36,9 @@ const (
 	KindOp    Kind = "op"    // <p>/ops/<tenant>/<task>/<operation>
 	KindFence Kind = "fence" // <p>/fence/<tenant>/<task>
 	KindMark  Kind = "mark"  // <p>/retention/marks/<revision>
+	// KindEffect is a resolved ledger record, <p>/effects/<tenant>/<task>/<operation>,
+	// deleted together with its journal entries.
+	KindEffect Kind = "effect"
 )
 
 // Candidate is one key a Plan would delete, with what its guard compares.
@@ -243,6 +247,24 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
+	err = g.scan(ctx, "gc", g.keys.TaskPrefix("effects", ""), func(kv *mvccpb.KeyValue) {
+		if kv.ModRevision >= h {
+			return
+		}
+		tenant, task, op, ok := g.keys.ParseEffect(string(kv.Key))
+		if !ok {
+			return
+		}
+		var rec ledger.Record
+		if json.Unmarshal(kv.Value, &rec) != nil || !resolved(rec.State) {
+			return // unreadable, or not settled: the ledger still needs it
+		}
+		p.Candidates = append(p.Candidates, Candidate{Kind: KindEffect, Key: string(kv.Key), Tenant: tenant, Task: task,
+			Operation: op, ModRevision: kv.ModRevision})
+	})
+	if err != nil {
+		return p, err
+	}
 	owned := map[string]bool{}
 	err = g.scan(ctx, "gc", g.keys.TaskPrefix("owner", ""), func(kv *mvccpb.KeyValue) {
 		if _, tenant, task, ok := g.keys.ParseTask(string(kv.Key)); ok {
@@ -278,6 +300,11 @@ func (g *Collector) guard(c Candidate) ([]clientv3.Cmp, error) {
 		// fence; a claim rewrites the fence and changes its ModRevision.
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.keys.Owner(c.Tenant, c.Task)), "=", 0))
 	case KindMark:
+	case KindEffect:
+		// The record is unchanged, so resolved (the plan read it so; Apply
+		// cannot re-read it inside the Txn, but every transition rewrites the
+		// record and so changes its ModRevision): its journal entries are all
+		// written, none is being written.
 	default:
 		return nil, fmt.Errorf("candidate %q has unknown kind %q", c.Key, c.Kind)
 	}
@@ -291,6 +318,9 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 	for _, c := range p.Candidates {
 		if c.ModRevision <= 0 || !strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {
 			return r, coordinator.Invalid("gc", "candidate %q with revision %d is not a key of %s", c.Key, c.ModRevision, g.keys.Prefix())
+		}
+		if want := g.keyOf(c); c.Kind != KindMark && c.Key != want {
+			return r, coordinator.Invalid("gc", "candidate %q is not the %s key of %q/%q/%q (%q)", c.Key, c.Kind, c.Tenant, c.Task, c.Operation, want)
 		}
 		if c.Kind == KindOp && c.MinStateVersion < 1 {
 			return r, coordinator.Invalid("gc", "operation record %q without the version it committed", c.Key)
@@ -332,6 +362,19 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 	return r, nil
 }
 
+// keyOf is the key a candidate's tenant, task and operation name.
+func (g *Collector) keyOf(c Candidate) string {
+	switch c.Kind {
+	case KindOp:
+		return g.keys.Op(c.Tenant, c.Task, c.Operation)
+	case KindFence:
+		return g.keys.Fence(c.Tenant, c.Task)
+	case KindEffect:
+		return g.keys.Effect(c.Tenant, c.Task, c.Operation)
+	}
+	return ""
+}
+
 // delete deletes every candidate of batch in one Txn, if every guard holds.
 func (g *Collector) delete(ctx context.Context, batch []Candidate) (bool, error) {
 	var cmps []clientv3.Cmp
@@ -340,12 +383,24 @@ func (g *Collector) delete(ctx context.Context, batch []Candidate) (bool, error)
 		gc, _ := g.guard(c) // checked by Apply
 		cmps = append(cmps, gc...)
 		dels = append(dels, clientv3.OpDelete(c.Key))
+		if c.Kind == KindEffect {
+			dels = append(dels, clientv3.OpDelete(g.keys.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))
+		}
 	}
 	resp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: "gc", If: cmps, Then: dels})
 	if err != nil {
 		return false, err
 	}
 	return resp.Succeeded, nil
+}
+
+// resolved reports whether a ledger record's state is final: CONFIRMED,
+// FAILED, SUPERSEDED or REJECTED. MANUAL_REVIEW, UNKNOWN and the states
+// before dispatch ends are never collected, nor is a state the ledger does
+// not know.
+func resolved(s ledger.State) bool {
+	known, err := ledger.ParseState(string(s))
+	return err == nil && known.Terminal()
 }
 
 // scan calls f on every key under prefix, a page at a time.

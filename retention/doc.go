@@ -1,6 +1,8 @@
 // Package retention keeps a leasegate keyspace bounded: it collects
-// operation records past a retention window, fences of tasks that are
-// neither owned nor written within the window, and its own old clock marks.
+// operation records past a retention window, resolved effect-ledger records
+// (CONFIRMED, FAILED, SUPERSEDED, REJECTED) last written before the window
+// together with their journal entries, fences of tasks that are neither
+// owned nor written within the window, and its own old clock marks.
 // A service schedules Collector.Run (say hourly); `leasegate gc` is the same
 // code from a shell, dry-run by default.
 //
@@ -21,7 +23,9 @@
 // # Guarantees
 //
 //   - Every deletion is one guarded Txn that deletes only what was read:
-//     the key's ModRevision is unchanged. An operation record is deleted
+//     the key's ModRevision is unchanged (for a ledger record: no
+//     transition since the plan read it resolved; its journal entries go in
+//     the same Txn). An operation record is deleted
 //     only while the task's state key is at or past the version the
 //     operation committed (the compare that refuses a late retry), and a
 //     fence only while the task has no owner key. Apply re-checks these in
@@ -43,7 +47,12 @@
 //   - The window is measured with the clocks of the hosts that run the
 //     collector. A clock running ahead shortens the window (a retry gets
 //     version_conflict sooner); it never makes a deletion unsafe.
-//   - Ledger effect records and journal entries are not collected yet.
+//   - Past the window a ledger operation id is free again: a Propose under
+//     it makes a new record, which the ledger can dispatch. The ledger's
+//     idempotency, like the commit's, lasts as long as the window; keep it
+//     longer than any provider's Contract.Retention and than any retry.
+//   - The audit trail of a collected ledger record is gone with it: export
+//     the journal first (leasegate ops show) if it must outlive the window.
 //   - etcd's own history is not compacted here: run etcd with
 //     auto-compaction, or compact, for the DB size to stay bounded.
 package retention
