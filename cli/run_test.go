@@ -220,7 +220,7 @@ while :; do sleep 1; done`, "--kill-after", "300ms")
 func TestRunBusy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	held, heldFile := e.claim(t, "tenant", "task", "holder", "10s")
+	held, heldFile := e.claim(t, "tenant", "task", "holder", "2m") // released below; a TTL far past a loaded machine's run
 	t.Run("refused without --wait", func(t *testing.T) {
 		r := e.lg(t, runArgs("task", "--", "sh", "-c", "echo child ran")...)
 		obj := want(t, r, cli.ExitRefused, coordinator.Busy)
