@@ -257,6 +257,7 @@ func recordTable(r ledger.Record) table {
 	add("epoch", numOrDash(r.Epoch))
 	add("owner", orDash(r.Owner))
 	add("attempts", strconv.Itoa(r.Attempts))
+	add("dispatch-id", orDash(r.DispatchID))
 	add("evidence", evidenceText(r.Evidence))
 	add("revision", num(r.Revision))
 	return t

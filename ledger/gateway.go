@@ -143,7 +143,7 @@ func (l *Ledger) Reject(ctx context.Context, g coordinator.Grant, operation, rea
 	if err != nil {
 		return rec, err
 	}
-	return l.apply(ctx, g, rec, change{to: Rejected, by: StepReject, reason: reason})
+	return l.applyOnce(ctx, g, rec, change{to: Rejected, by: StepReject, reason: reason})
 }
 
 // Dispatch is the gateway, the only path to an adapter's Apply. In order:

@@ -170,7 +170,7 @@ func (l *Ledger) Resolve(ctx context.Context, g coordinator.Grant, operation str
 	if !ev.Empty() {
 		evp = l.stamped(ev)
 	}
-	return l.apply(ctx, g, rec, change{to: to, by: StepResolve, evidence: evp, approver: approver,
+	return l.applyOnce(ctx, g, rec, change{to: to, by: StepResolve, evidence: evp, approver: approver,
 		reason: truncate(fmt.Sprintf("resolved by %s: %s", approver, why))})
 }
 

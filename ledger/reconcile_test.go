@@ -216,6 +216,14 @@ func testManualReview(t *testing.T, fault func(p *provider)) {
 	if last := js[5]; last.Approver != "imani" || last.By != StepResolve || last.Evidence == nil || last.Reason == "" {
 		t.Fatalf("resolution entry %+v", last)
 	}
+	// Retrying the same decision (after an unknown outcome, say) returns the record.
+	ev.Detail = json.RawMessage(`{ "writer": "db-b" }`)
+	again, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, ev, "imani", "CloudTrail shows the promotion")
+	if err != nil || again.Revision != rec.Revision {
+		t.Fatalf("retried resolve: %+v %v", again, err)
+	}
+	_, err = e.l.Resolve(e.ctx, e.g, "op", Confirmed, ev, "imani", "another reason")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
 	_, err = e.l.Resolve(e.ctx, e.g, "op", Failed, ev, "imani", "changed my mind")
 	lgtest.Want(t, err, coordinator.IllegalTransition)
 }

@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -194,6 +196,48 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 	l.lg.Info("transition", l.fields(g, rec.Operation, zap.String("from", string(rec.State)),
 		zap.String("to", string(ch.to)), zap.String("reason", ch.reason))...)
 	return next, nil
+}
+
+// applyOnce is apply for an operator's or a caller's decision (Reject,
+// Resolve) that may be retried after an unknown outcome: if the record's
+// last transition is already this very one — same step, target, grant,
+// reason, approver and evidence — the retry returns the record, as a retried
+// commit returns its receipt, instead of illegal_transition.
+func (l *Ledger) applyOnce(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+	if rec.State != ch.to || rec.Seq == 0 {
+		return l.apply(ctx, g, rec, ch)
+	}
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: string(ch.by), Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq))}})
+	if err != nil {
+		return rec, err
+	}
+	js, err := decodeJournal(resp.Responses[0].GetResponseRange().GetKvs())
+	if err != nil {
+		return rec, err
+	}
+	if len(js) == 1 && sameDecision(js[0], g, ch) {
+		return rec, nil
+	}
+	return l.apply(ctx, g, rec, ch)
+}
+
+func sameDecision(t Transition, g coordinator.Grant, ch change) bool {
+	sameEvidence := (t.Evidence == nil) == (ch.evidence == nil)
+	if sameEvidence && t.Evidence != nil {
+		sameEvidence = slices.Equal(t.Evidence.ProviderIDs, ch.evidence.ProviderIDs) &&
+			compact(t.Evidence.Detail) == compact(ch.evidence.Detail)
+	}
+	return sameEvidence && t.To == ch.to && t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner &&
+		t.Reason == ch.reason && t.Approver == ch.approver
+}
+
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }
 
 // errExists is apply's answer to a create whose record already exists.

@@ -134,6 +134,12 @@ func TestRejectBeforeDispatch(t *testing.T) {
 	if _, apply, _ := e.p.calls(); apply != 0 {
 		t.Fatal("a rejected operation reached Apply")
 	}
+	again, err := e.l.Reject(e.ctx, e.g, "op", "incident commander withdrew approval")
+	if err != nil || again.Revision != rec.Revision {
+		t.Fatalf("retried reject: %+v %v", again, err)
+	}
+	_, err = e.l.Reject(e.ctx, e.g, "op", "another reason")
+	lgtest.Want(t, err, coordinator.IllegalTransition)
 	_, js := e.journal("op")
 	wantStates(t, js, Proposed, Authorized, Rejected)
 }
