@@ -53,9 +53,11 @@ func TestCallsAreBoundedUnderQuorumLoss(t *testing.T) {
 	} {
 		start := time.Now()
 		err := tc.call()
-		if took := time.Since(start); took > limit {
+		took := time.Since(start)
+		if took > limit {
 			t.Fatalf("%s took %v with no deadline of its own; the request timeout is %v", tc.name, took, timeout)
 		}
+		t.Logf("%s: %s after %v", tc.name, coordinator.DispositionOf(err), took.Round(10*time.Millisecond))
 		lgtest.Want(t, err, tc.want)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "request timeout") {
 			t.Fatalf("%s: %v; want the request timeout named as the cause", tc.name, err)
