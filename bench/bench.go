@@ -9,12 +9,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -81,7 +84,13 @@ type Result struct {
 	P50Ms     float64   `json:"p50_ms"`
 	P99Ms     float64   `json:"p99_ms"`
 	PerRound  []float64 `json:"ops_per_sec_per_round"`
+	// Bytes per operation in gRPC messages, sent and received (0 when
+	// not counted: a client dialled by the caller).
+	SentBytes float64 `json:"sent_bytes_per_op"`
+	RecvBytes float64 `json:"recv_bytes_per_op"`
 	lat       []time.Duration
+	sent      int64
+	recv      int64
 }
 
 // Ratio is the throughput of one variant over another's, round by round.
@@ -105,6 +114,8 @@ var ratioDefs = []struct {
 	{ClaimRelease, BareClaimRelease, 0.97},
 	{ClaimRelease, Mutex, 1.0},
 	{BareClaimRelease, Mutex, 0},
+	{BareClaimRelease, BareClaimReleaseNoFence, 0},
+	{BareClaimReleaseNoFence, Mutex, 0},
 	{Commit, Put, 0},
 	{Election, Mutex, 0},
 	{LedgerDispatch, Commit, 0},
@@ -169,6 +180,7 @@ func (e Etcd) check() error {
 type target struct {
 	client *clientv3.Client
 	dial   func() (*clientv3.Client, error)
+	wire   *wireCounter // nil when the caller dials (Etcd.Dial)
 	etcd   string
 	fsync  string
 	close  func()
@@ -180,7 +192,8 @@ func (e Etcd) open() (*target, error) {
 	case e.Dial != nil:
 	case len(e.Endpoints) > 0:
 		tg.etcd = strings.Join(e.Endpoints, ",")
-		tg.dial = plainDial(e.Endpoints)
+		tg.wire = &wireCounter{}
+		tg.dial = plainDial(e.Endpoints, tg.wire)
 	default:
 		opts := []embedtest.Option{}
 		tg.etcd, tg.fsync = "embedded", "off"
@@ -194,7 +207,8 @@ func (e Etcd) open() (*target, error) {
 		}
 		tg.close = cl.Close
 		// Dial etcd directly, not through embedtest's fault proxy.
-		tg.dial = plainDial([]string{cl.Member(0).DirectClientURL()})
+		tg.wire = &wireCounter{}
+		tg.dial = plainDial([]string{cl.Member(0).DirectClientURL()}, tg.wire)
 	}
 	cli, err := tg.dial()
 	if err != nil {
@@ -209,12 +223,36 @@ func (e Etcd) open() (*target, error) {
 	return tg, nil
 }
 
-func plainDial(endpoints []string) func() (*clientv3.Client, error) {
+func plainDial(endpoints []string, wire *wireCounter) func() (*clientv3.Client, error) {
 	return func() (*clientv3.Client, error) {
 		return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-			DialOptions: coordinator.DialOptions(), Logger: zap.NewNop()})
+			DialOptions: append(coordinator.DialOptions(), grpc.WithStatsHandler(wire)), Logger: zap.NewNop()})
 	}
 }
+
+// wireCounter counts the bytes of gRPC messages a client sends and
+// receives (payloads as framed on the wire, without TLS or HTTP/2
+// headers).
+type wireCounter struct{ sent, recv atomic.Int64 }
+
+func (w *wireCounter) counts() (int64, int64) {
+	if w == nil {
+		return 0, 0
+	}
+	return w.sent.Load(), w.recv.Load()
+}
+
+func (w *wireCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (w *wireCounter) HandleRPC(_ context.Context, s stats.RPCStats) {
+	switch p := s.(type) {
+	case *stats.OutPayload:
+		w.sent.Add(int64(p.WireLength))
+	case *stats.InPayload:
+		w.recv.Add(int64(p.WireLength))
+	}
+}
+func (w *wireCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (w *wireCounter) HandleConn(context.Context, stats.ConnStats)                       {}
 
 // Run measures every variant at every worker count, in interleaved rounds:
 // each round runs every (workers, variant) cell once, the variants in an
@@ -287,7 +325,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					return nil, err
 				}
 				r := results[key(v, n)]
+				sent, recv := tg.wire.counts()
 				ops, errs, elapsed, lat := cell(ctx, workers[:n], v, cfg.Duration)
+				sent2, recv2 := tg.wire.counts()
+				r.sent, r.recv = r.sent+sent2-sent, r.recv+recv2-recv
 				r.Ops += ops
 				r.Errors += errs
 				r.lat = append(r.lat, lat...)
@@ -367,6 +408,9 @@ func (r *Result) finish(d time.Duration) {
 	}
 	if len(r.PerRound) > 0 {
 		r.OpsPerSec = sum / float64(len(r.PerRound))
+	}
+	if all := r.Ops + r.Errors; all > 0 {
+		r.SentBytes, r.RecvBytes = round3(float64(r.sent)/float64(all)), round3(float64(r.recv)/float64(all))
 	}
 	r.lat = nil
 }

@@ -13,6 +13,7 @@
 //	mutex               concurrency.Mutex Lock + Unlock on a reused session
 //	election            concurrency.Election Campaign + Resign on a reused session
 //	bare-claim-release  the claim Txn and the release Txn of leasegate, sent bare
+//	bare-claim-release-nofence  the same without the fence put (and its compare): what the claim's second key costs; not a safe protocol
 //	claim-release       Session.Claim + Coordinator.Release
 //	ledger-dispatch     one effect through the ledger: Propose, Authorize, Dispatch (claim, apply, confirm) with a provider that applies at once
 //

@@ -24,10 +24,14 @@ const (
 	BareClaimRelease = "bare-claim-release"
 	ClaimRelease     = "claim-release"
 	LedgerDispatch   = "ledger-dispatch"
+	// BareClaimReleaseNoFence is the bare pair without the fence put: not
+	// a protocol leasegate could use (see docs/performance.md), it
+	// measures what the second key of a claim costs.
+	BareClaimReleaseNoFence = "bare-claim-release-nofence"
 )
 
 // Variants lists every variant.
-var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, ClaimRelease, LedgerDispatch}
+var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch}
 
 // benchValue is the business value every write carries.
 var benchValue = []byte("bench-value-0123456789abcdef")
@@ -137,7 +141,9 @@ func (w *worker) op(ctx context.Context, v string) error {
 		}
 		return w.elect.Resign(ctx)
 	case BareClaimRelease:
-		return w.bareClaimRelease(ctx)
+		return w.bareClaimRelease(ctx, true)
+	case BareClaimReleaseNoFence:
+		return w.bareClaimRelease(ctx, false)
 	case LedgerDispatch:
 		return w.ledgerDispatch(ctx)
 	case ClaimRelease:
@@ -174,25 +180,34 @@ func (w *worker) bareCommit(ctx context.Context) error {
 
 // bareClaimRelease is the claim Txn and the release Txn of leasegate with
 // nothing around them.
-func (w *worker) bareClaimRelease(ctx context.Context) error {
+func (w *worker) bareClaimRelease(ctx context.Context, withFence bool) error {
 	k := w.c.Keys()
-	owner, fence := k.Owner(tenant, w.bareCRTask), k.Fence(tenant, w.bareCRTask)
+	task := w.bareCRTask
+	if !withFence {
+		task += "-nofence"
+	}
+	owner, fence := k.Owner(tenant, task), k.Fence(tenant, task)
+	then := []clientv3.Op{clientv3.OpPut(owner, w.s.Owner(), clientv3.WithLease(clientv3.LeaseID(w.s.Lease())))}
+	if withFence {
+		then = append(then, clientv3.OpPut(fence, w.fenceValue))
+	}
 	resp, err := w.client.Txn(ctx).If(
 		clientv3.Compare(clientv3.Value(k.Realm()), "=", w.realm),
 		clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", w.realmRev),
 		clientv3.Compare(clientv3.ModRevision(owner), "<", w.realmRev),
-	).Then(
-		clientv3.OpPut(owner, w.s.Owner(), clientv3.WithLease(clientv3.LeaseID(w.s.Lease()))),
-		clientv3.OpPut(fence, w.fenceValue),
-	).Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).Commit()
+	).Then(then...).Else(clientv3.OpGet(owner), clientv3.OpGet(k.Realm())).Commit()
 	if err != nil {
 		return err
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("bare claim refused")
 	}
-	g := coordinator.Grant{Realm: w.realm, Tenant: tenant, Task: w.bareCRTask, Owner: w.s.Owner(), Epoch: resp.Header.Revision, Lease: w.s.Lease()}
-	resp, err = w.client.Txn(ctx).If(w.c.Guard(g)...).Then(clientv3.OpDelete(owner)).Else(w.c.GuardReads(g)...).Commit()
+	g := coordinator.Grant{Realm: w.realm, Tenant: tenant, Task: task, Owner: w.s.Owner(), Epoch: resp.Header.Revision, Lease: w.s.Lease()}
+	cmps := w.c.Guard(g)
+	if !withFence { // no fence to compare: the owner key's compares only
+		cmps = append(cmps[:1], cmps[2:]...)
+	}
+	resp, err = w.client.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(owner)).Else(w.c.GuardReads(g)...).Commit()
 	if err != nil {
 		return err
 	}

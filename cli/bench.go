@@ -148,10 +148,11 @@ func progress(c *cli.Context) func(done, total int) {
 }
 
 func benchTable(r *bench.Report) table {
-	t := table{header: []string{"VARIANT", "WORKERS", "OPS/S", "P50-MS", "P99-MS", "OPS", "ERRORS"}}
+	t := table{header: []string{"VARIANT", "WORKERS", "OPS/S", "P50-MS", "P99-MS", "OPS", "ERRORS", "SENT-B/OP", "RECV-B/OP"}}
 	for _, x := range r.Results {
 		t.rows = append(t.rows, []string{x.Variant, strconv.Itoa(x.Workers), fmt.Sprintf("%.0f", x.OpsPerSec),
-			fmt.Sprintf("%.3f", x.P50Ms), fmt.Sprintf("%.3f", x.P99Ms), strconv.Itoa(x.Ops), strconv.Itoa(x.Errors)})
+			fmt.Sprintf("%.3f", x.P50Ms), fmt.Sprintf("%.3f", x.P99Ms), strconv.Itoa(x.Ops), strconv.Itoa(x.Errors),
+			fmt.Sprintf("%.0f", x.SentBytes), fmt.Sprintf("%.0f", x.RecvBytes)})
 	}
 	t.rows = append(t.rows, []string{""}, []string{"RATIO", "WORKERS", "MIN", "MEDIAN", "MAX", "TARGET", "MET"})
 	for _, x := range r.Ratios {
