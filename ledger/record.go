@@ -118,8 +118,8 @@ type Record struct {
 	DispatchedAt  time.Time `json:"dispatched_at,omitzero"`
 	Evidence      *Evidence `json:"evidence,omitempty"` // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
 
-	Seq      int64 `json:"seq"`      // transitions so far; the journal entry of the last one has this number
-	Revision int64 `json:"revision"` // etcd ModRevision of the record as read (not stored)
+	Seq      int64 `json:"seq"`                // transitions so far; the journal entry of the last one has this number
+	Revision int64 `json:"revision,omitempty"` // etcd ModRevision of the record as read (not stored)
 }
 
 // Digest is the canonical digest of an effect: SHA-256 over its kind,
