@@ -25,7 +25,9 @@ func clean() *drill.Trajectory {
 			{At: at(8), Kind: drill.KindApplied, Actor: "aurora", Operation: "promote/x", Effect: "writer", Value: "aurora-usw2"},
 			{At: at(9), Kind: drill.KindCall, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "ChangeResourceRecordSets", Value: "aurora-usw2"},
 			{At: at(9), Kind: drill.KindApplied, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "record", Value: "aurora-usw2", Evidence: []string{"C-1"}},
-			// An operator's edit is not the workflow's transition.
+			// An operator's out-of-band promotion and edit are not the
+			// workflow's intents or transitions.
+			{At: at(9), Kind: drill.KindCall, Actor: "aurora", By: "operator", Operation: "operator", Effect: "PromoteTarget", Value: "aurora-usw2"},
 			{At: at(10), Kind: drill.KindApplied, Actor: "route53", By: "operator", Effect: "record", Value: "maintenance-page", Evidence: []string{"C-2"}},
 			{At: at(12), Kind: drill.KindApplied, Actor: "route53", Operation: "traffic/x/1", Effect: "insync", Evidence: []string{"C-1"}},
 			{At: at(13), Kind: drill.KindTransition, Actor: "worker-b", Epoch: 12, Operation: "traffic/x/1", Effect: "traffic", From: "DISPATCHING", To: "CONFIRMED", Evidence: []string{"C-1"}},
@@ -68,6 +70,11 @@ func TestGraders(t *testing.T) {
 		{drill.GraderUnresolvedUnknown, func(t *drill.Trajectory) {
 			t.Events[6].To = "AUTHORIZED"
 			t.Events[6].Evidence = nil
+		}},
+		{drill.GraderUnresolvedUnknown, func(t *drill.Trajectory) {
+			// The takeover never reconciled the dispatch: it stays DISPATCHING.
+			t.Events[4].To, t.Events[4].From = "DISPATCHING", "AUTHORIZED"
+			t.Events = append(t.Events[:6], t.Events[7:]...)
 		}},
 		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "maintenance-page" }},
 		{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
