@@ -81,7 +81,7 @@ type worker struct {
 	failed     bool // a worker fault fired on it
 }
 
-// trialSeed derives a trial's RNG from the run's seed and the trial
+// trialRNG derives a trial's RNG from the run's seed and the trial
 // number: a trial replays alone, in any order, in either design.
 func trialRNG(seed uint64, trial int) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, uint64(trial)*0x9e3779b97f4a7c15+1))
@@ -231,6 +231,9 @@ func (wk *worker) acquire() bool {
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
 			return true
 		case coordinator.Busy:
+			if len(wk.w.errs) > 0 { // the holder failed on etcd: the trial is lost already
+				return false
+			}
 			wk.a.sleep(claimRetry)
 		default:
 			wk.w.fail(fmt.Errorf("claim by %s: %w", wk.name, err))
