@@ -83,6 +83,22 @@ func TestDrillReplayEmbedded(t *testing.T) {
 	}
 }
 
+// TestDrillFails: a drill whose naive design is not caught (one trial of
+// seed 7 has no fault that bites it) exits 1 after printing its report,
+// with one line on stderr saying why.
+func TestDrillFails(t *testing.T) {
+	r := execApp(t, call{}, "drill", "--design", "naive", "--trials", "1", "--seed", "7", "-o", "json")
+	if r.code != cli.ExitRefused {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, cli.ExitRefused, r.stdout, r.stderr)
+	}
+	if obj := lastJSON(t, r.stdout); obj["pass"] != false {
+		t.Fatalf("pass %v", obj["pass"])
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "drill failed: the naive design is caught by 0 graders") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
 // TestDrillBadInput: bad flags are exit 2 before anything starts.
 func TestDrillBadInput(t *testing.T) {
 	for _, args := range [][]string{
