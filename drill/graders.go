@@ -22,7 +22,9 @@ const (
 	// before the confirmation.
 	GraderConfirmedWithoutEvidence Grader = "confirmed_without_evidence"
 	// Every operation that went UNKNOWN ends CONFIRMED, SUPERSEDED or
-	// MANUAL_REVIEW.
+	// MANUAL_REVIEW; one left DISPATCHING (a claimed dispatch nobody
+	// recorded or reconciled; STARTED in the naive history) is an unknown
+	// that never even became one.
 	GraderUnresolvedUnknown Grader = "unresolved_unknown"
 	// The final traffic target is the final writer.
 	GraderFinalTrafficWriter Grader = "final_traffic_not_writer"
@@ -181,11 +183,11 @@ func unresolvedUnknown(t *Trajectory) []string {
 	}
 	var out []string
 	for _, op := range order {
-		if !wentUnknown[op] {
-			continue
-		}
-		switch last[op] {
-		case "CONFIRMED", "SUPERSEDED", "MANUAL_REVIEW":
+		switch {
+		case last[op] == "DISPATCHING" || last[op] == "STARTED":
+			out = append(out, fmt.Sprintf("%s ends %s: a dispatch nobody recorded or reconciled", op, last[op]))
+		case !wentUnknown[op]:
+		case last[op] == "CONFIRMED" || last[op] == "SUPERSEDED" || last[op] == "MANUAL_REVIEW":
 		default:
 			out = append(out, fmt.Sprintf("%s went UNKNOWN and ends %s", op, last[op]))
 		}
