@@ -62,6 +62,15 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 			t.Fatalf("%+v: an operator resolves MANUAL_REVIEW, and only an operator does", edge)
 		}
 	}
+	var terminal []State
+	for _, st := range States {
+		if st.Terminal() {
+			terminal = append(terminal, st)
+		}
+	}
+	if fmt.Sprint(terminal) != fmt.Sprint([]State{Confirmed, Failed, Superseded, Rejected}) {
+		t.Fatalf("terminal states %v", terminal)
+	}
 	if legal != len(table) {
 		t.Fatalf("%d legal (from, to, step) triples, table has %d edges (a duplicate?)", legal, len(table))
 	}
