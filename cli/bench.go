@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ A progress bar goes to stderr when stderr is a terminal.`,
 			"leasegate bench",
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
+			"leasegate bench --variants claim-release --workers 64 --rounds 1 --duration 20s --cpuprofile claim.pprof   # then: go tool pprof -top claim.pprof",
 			"leasegate --endpoints 10.0.0.1:2379 bench --rounds 3"),
 		Flags: append(etcdFlags(),
 			&cli.StringFlag{Name: "workers", Usage: "worker counts, comma-separated", Value: "1,16,64"},
@@ -40,6 +42,7 @@ A progress bar goes to stderr when stderr is a terminal.`,
 			&cli.DurationFlag{Name: "duration", Usage: "how long each cell (one variant at one worker count in one round) runs", Value: time.Second},
 			&cli.StringFlag{Name: "variants", Usage: "variants to run, comma-separated: " + strings.Join(bench.Variants, ",") + " (default all)"},
 			metricsAddrFlag(),
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run (client and embedded etcd) to `FILE`", TakesFile: true},
 			// bench has subcommands, so app.go's prepare gives it no -o.
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table or json (overrides the global -o)"},
 		),
@@ -87,6 +90,17 @@ func benchRun(c *cli.Context) error {
 	defer stopMetrics()
 	cfg.Registerer = metrics
 	cfg.Progress = progress(c)
+	if path := c.String("cpuprofile"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return coordinator.Invalid(op, "--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return coordinator.Invalid(op, "--cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	rep, err := bench.Run(c.Context, cfg)
 	if err != nil {
 		return err
