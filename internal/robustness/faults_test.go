@@ -29,13 +29,22 @@ func three(t *testing.T) *embedtest.Cluster {
 	return cl
 }
 
+// runCtx bounds a whole recorded run (faults, workload, check), which
+// lgtest.Timeout, meant for one wait, is too short for on a loaded machine.
+func runCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func intent(task, op string, expected int64) fencedtxn.Intent {
 	return fencedtxn.Intent{Tenant: "t", Task: task, Operation: op, Value: []byte(op), ExpectedVersion: expected}
 }
 
 func TestLeaderKilledDuringConcurrentClaimsAndCommits(t *testing.T) {
 	t.Parallel()
-	res, err := robustness.Run(lgtest.Ctx(t), three(t), robustness.Scenario{
+	res, err := robustness.Run(runCtx(t), three(t), robustness.Scenario{
 		Name: "kill-leader", Faults: []string{"kill-leader", "kill-leader"}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)

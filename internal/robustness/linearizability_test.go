@@ -21,7 +21,7 @@ import (
 func TestLinearizableUnderFaults(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
-	res, err := robustness.Run(lgtest.Ctx(t), cl, robustness.Scenario{
+	res, err := robustness.Run(runCtx(t), cl, robustness.Scenario{
 		Name:   "linearizable",
 		Logf:   t.Logf,
 		Faults: []string{"drop-answers", "kill-leader", "blackhole-client-past-ttl", "partition-leader"},
