@@ -64,3 +64,42 @@ func TestOpenNeverWrites(t *testing.T) {
 		lgtest.Want(t, err, coordinator.InvalidInput)
 	}
 }
+
+// TestConcurrentNewAgreesOnOneRealm: coordinators created at once on an
+// empty prefix all read the absent realm, race to create it, and end with
+// the one realm that won (the create compares CreateRevision == 0).
+func TestConcurrentNewAgreesOnOneRealm(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	cli := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	const n = 8
+	start := make(chan struct{})
+	realms := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			<-start
+			c, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/race"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			realms <- c.Realm()
+		}()
+	}
+	close(start)
+	seen := map[string]bool{}
+	for range n {
+		select {
+		case r := <-realms:
+			seen[r] = true
+		case err := <-errs:
+			t.Fatal(err)
+		}
+	}
+	stored, err := coordinator.Open(ctx, cli, coordinator.WithPrefix("/race"))
+	if err != nil || len(seen) != 1 || !seen[stored.Realm()] {
+		t.Fatalf("concurrent New: realms %v, stored %v (%v); want one, the stored one", seen, stored, err)
+	}
+}
