@@ -10,10 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
-
-	"github.com/leasegate/leasegate/coordinator"
 )
 
 // transferTimeout bounds a leader's hand-over before it stops.
@@ -230,14 +227,16 @@ func (cp *ClientProxy) Endpoints() []string {
 }
 
 // NewClient returns a client that talks to the cluster through the proxies
-// only; the caller closes it.
+// only, configured as Cluster.NewClient (TLS and root's login on a secured
+// cluster); the caller closes it.
 func (cp *ClientProxy) NewClient(opts ...grpc.DialOption) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
-		Endpoints:   cp.Endpoints(),
-		DialTimeout: 5 * time.Second,
-		DialOptions: append(append(coordinator.DialOptions(), cp.cl.cfg.dialOptions...), opts...),
-		Logger:      zap.NewNop(),
-	})
+	user, password := cp.cl.rootCredentials()
+	cfg, err := cp.cl.clientConfig(user, password, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Endpoints = cp.Endpoints()
+	return clientv3.New(cfg)
 }
 
 // Client is NewClient, closed at the end of the test.

@@ -205,3 +205,20 @@ func currentRev(t *testing.T, cli *clientv3.Client) int64 {
 	}
 	return resp.Header.Revision
 }
+
+func TestClientProxyOnSecuredCluster(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
+	ctx := lgtest.Ctx(t)
+	cp := cl.ClientProxy(t)
+	cli := cp.Client(t)
+	if _, err := cli.Put(ctx, "k", "through the proxy, over TLS, as root"); err != nil {
+		t.Fatal(err)
+	}
+	cp.Cut()
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := cli.Get(short, "k"); err == nil {
+		t.Fatal("read through a cut proxy succeeded")
+	}
+}
