@@ -221,12 +221,18 @@ func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	fresh := uuid.NewString()
 	old := c.Realm()
-	origin, err := c.origin(ctx, "realm rotate", fresh) // nothing written yet: a failure here is a hold
-	if err != nil {
-		return "", err
+	// The origin goes with the realm; rotating matters more than recording
+	// it, so a rotation whose status reads failed drops the old realm's
+	// origin instead (realm show then says none is recorded).
+	then := []clientv3.Op{clientv3.OpPut(c.keys.Realm(), fresh)}
+	if origin, oerr := c.origin(ctx, "realm rotate", fresh); oerr == nil {
+		then = append(then, clientv3.OpPut(c.keys.Origin(), origin))
+	} else {
+		then = append(then, clientv3.OpDelete(c.keys.Origin()))
+		c.lg.Warn("realm origin not recorded: a restore will not be detected until the next rotation",
+			zap.String("realm", fresh), zap.String("disposition", string(DispositionOf(oerr))), zap.Error(oerr))
 	}
-	resp, err := c.Txn(ctx, TxnRequest{Op: "realm rotate",
-		Then: []clientv3.Op{clientv3.OpPut(c.keys.Realm(), fresh), clientv3.OpPut(c.keys.Origin(), origin)}})
+	resp, err := c.Txn(ctx, TxnRequest{Op: "realm rotate", Then: then})
 	if err != nil {
 		return "", err
 	}

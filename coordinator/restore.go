@@ -38,6 +38,9 @@ type Origin struct {
 // about RestoreSlack past the cluster's raft index is not detected.
 const RestoreSlack = 256
 
+// statusTimeout bounds the status request to one endpoint.
+const statusTimeout = 2 * time.Second
+
 // distance is revision − applied raft index.
 func (o Origin) distance() int64 { return o.Revision - int64(o.RaftIndex) }
 
@@ -63,10 +66,12 @@ func (c *Coordinator) clusterStatus(ctx context.Context, op string, largest bool
 	var lastErr error
 	for _, ep := range c.client.Endpoints() {
 		var st *clientv3.StatusResponse
-		err := c.do(ctx, request{op: op}, func(ctx context.Context) (err error) {
+		sctx, cancel := context.WithTimeout(ctx, statusTimeout) // a member that does not answer must not use up the call
+		err := c.do(sctx, request{op: op}, func(ctx context.Context) (err error) {
 			st, err = c.client.Status(ctx, ep)
 			return err
 		})
+		cancel()
 		if err != nil {
 			lastErr = err
 			continue
