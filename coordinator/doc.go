@@ -48,7 +48,9 @@
 //     effect is fenced only if it goes through a Txn with Guard, or through
 //     the effect ledger.
 //   - Restoring etcd from a backup restores old epochs under the same
-//     realm; rotate the realm after a restore.
+//     realm; rotate the realm after a restore. CheckOrigin (realm show)
+//     warns when the keyspace looks restored since its realm was minted,
+//     but can miss a restore (docs/design.md, section 12).
 //   - Client clocks decide nothing, and are trusted for nothing but the
 //     session's own conservative deadline.
 package coordinator
