@@ -76,7 +76,7 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 	case string(realm.Value) != g.Realm:
 		return refuse(GenerationMismatch, "grant realm %s, authority realm %s", g.Realm, realm.Value)
 	case fence == nil:
-		return refuse(StaleOwner, "no grant was ever published for this task")
+		return refuse(StaleOwner, "the task has no fence: no grant was ever published for it, or retention collected it while nobody owned the task")
 	case fence.ModRevision != g.Epoch:
 		return refuse(StaleOwner, "the fence is at epoch %d, the grant's epoch is %d", fence.ModRevision, g.Epoch)
 	}
