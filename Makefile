@@ -56,7 +56,7 @@ soak:
 # plain `go test`, so `make test` replays them; a failing input the fuzzer
 # finds is written to testdata/fuzz/<target>/ — commit it with the fix.
 FUZZTIME ?= 20s
-FUZZ_TARGETS = coordinator:FuzzTaskKeys coordinator:FuzzParseKey coordinator:FuzzLeaseID coordinator:FuzzGrantJSON \
+FUZZ_TARGETS = coordinator:FuzzTaskKeys coordinator:FuzzParseKey coordinator:FuzzLeaseID coordinator:FuzzGrantJSON coordinator:FuzzLabel \
 	fencedtxn:FuzzDigest ledger:FuzzCanonical ledger:FuzzDecodeRecord \
 	cli:FuzzParseGrant cli:FuzzTTL cli:FuzzEndpoint
 

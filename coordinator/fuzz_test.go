@@ -120,3 +120,24 @@ func FuzzGrantJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLabel: an accepted label is 1–80 bytes of printable ASCII 33–126, the
+// only bytes the key encoding and the CLI's flags are built for.
+func FuzzLabel(f *testing.F) {
+	for _, s := range []string{"worker-1", "a/b%c", "", " x", "x\x7f", "é", string(make([]byte, 81))} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if CheckLabel("task", s) != nil {
+			return
+		}
+		if len(s) < 1 || len(s) > MaxLabelLen {
+			t.Fatalf("label of %d bytes accepted", len(s))
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < 33 || s[i] > 126 {
+				t.Fatalf("label %q with byte 0x%02x accepted", s, s[i])
+			}
+		}
+	})
+}
