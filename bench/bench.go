@@ -45,6 +45,12 @@ type Config struct {
 	Rounds   int           // interleaved rounds; default 3
 	Duration time.Duration // per cell (one variant, one worker count, one round); default 1s
 	Variants []string      // default all (Variants)
+	// Paired interleaves the variants operation by operation inside one
+	// cell instead of cell by cell: each variant's throughput is then
+	// workers / its mean latency, under the same moment's load as the
+	// others'. It cancels drift that cells of a second cannot (a shared
+	// machine); bytes on the wire are not counted per variant.
+	Paired bool
 
 	Registerer prometheus.Registerer // optional: the coordinator's metrics
 	Progress   func(done, total int) // optional: called after every cell
@@ -58,6 +64,7 @@ type Report struct {
 	Fsync    string   `json:"fsync"` // "on", "off" (embedded), "cluster's own"
 	Machine  Machine  `json:"machine"`
 	Rounds   int      `json:"rounds"`
+	Paired   bool     `json:"paired"`
 	CellMs   int64    `json:"cell_ms"`
 	Workers  []int    `json:"workers"`
 	Variants []string `json:"variants"`
@@ -266,7 +273,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer tg.close()
-	rep := &Report{Etcd: tg.etcd, Fsync: tg.fsync, Rounds: cfg.Rounds, CellMs: cfg.Duration.Milliseconds(),
+	rep := &Report{Etcd: tg.etcd, Fsync: tg.fsync, Rounds: cfg.Rounds, Paired: cfg.Paired, CellMs: cfg.Duration.Milliseconds(),
 		Workers: cfg.Workers, Variants: cfg.Variants,
 		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
 
@@ -319,6 +326,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	total, done := cfg.Rounds*len(cfg.Workers)*len(cfg.Variants), 0
 	for round := range cfg.Rounds {
 		for _, n := range cfg.Workers {
+			if cfg.Paired {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				for v, o := range pairedCell(ctx, workers[:n], cfg.Variants, cfg.Duration*time.Duration(len(cfg.Variants))) {
+					r := results[key(v, n)]
+					r.Ops += len(o.lat)
+					r.Errors += o.errs
+					r.lat = append(r.lat, o.lat...)
+					r.PerRound = append(r.PerRound, float64(len(o.lat))/o.busy.Seconds()*float64(n))
+				}
+				done += len(cfg.Variants)
+				if cfg.Progress != nil {
+					cfg.Progress(done, total)
+				}
+				continue
+			}
 			for i := range cfg.Variants {
 				v := cfg.Variants[(i+round)%len(cfg.Variants)]
 				if err := ctx.Err(); err != nil {
@@ -397,6 +421,59 @@ func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, in
 		errs += o.errs
 	}
 	return len(lat), errs, elapsed, lat
+}
+
+// pairedOut is one variant's share of a paired cell.
+type pairedOut struct {
+	lat  []time.Duration
+	errs int
+	busy time.Duration // time workers spent in this variant's operations, failed ones included
+}
+
+// pairedCell runs every variant in one cell of about d, each worker taking
+// them in turn operation by operation (worker i starting at variant i), so
+// that every variant sees the same moment's load.
+func pairedCell(ctx context.Context, ws []*worker, vs []string, d time.Duration) map[string]*pairedOut {
+	outs := make([]map[string]*pairedOut, len(ws))
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for i, w := range ws {
+		outs[i] = map[string]*pairedOut{}
+		for _, v := range vs {
+			outs[i][v] = &pairedOut{}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; time.Now().Before(stop) && ctx.Err() == nil; j++ {
+				v := vs[j%len(vs)]
+				o := outs[i][v]
+				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				t0 := time.Now()
+				err := w.op(octx, v)
+				el := time.Since(t0)
+				cancel()
+				o.busy += el
+				if err != nil {
+					o.errs++
+					continue
+				}
+				o.lat = append(o.lat, el)
+			}
+		}()
+	}
+	wg.Wait()
+	all := map[string]*pairedOut{}
+	for _, v := range vs {
+		a := &pairedOut{}
+		for _, o := range outs {
+			a.lat = append(a.lat, o[v].lat...)
+			a.errs += o[v].errs
+			a.busy += o[v].busy
+		}
+		all[v] = a
+	}
+	return all
 }
 
 func (r *Result) finish(d time.Duration) {

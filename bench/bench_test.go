@@ -56,6 +56,24 @@ func TestRunSmoke(t *testing.T) {
 	}
 }
 
+// TestRunPairedSmoke: in paired mode too every variant ran in every round.
+func TestRunPairedSmoke(t *testing.T) {
+	t.Parallel()
+	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: []int{2},
+		Rounds: 2, Duration: 20 * time.Millisecond, Paired: true, Variants: []string{bench.Commit, bench.BareCommit, bench.Mutex}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Paired || len(rep.Results) != 3 || len(rep.Ratios) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Results {
+		if r.Ops < 1 || r.Errors != 0 || len(r.PerRound) != 2 || r.OpsPerSec <= 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+}
+
 func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]bench.Config{

@@ -199,11 +199,12 @@ func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []c
 	stateValue := encodeState(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
 		Operation: in.Operation, Epoch: g.Epoch})
 
-	cmps := append(c.Guard(g),
+	cmps, els := guard(c, g, 2)
+	cmps = append(cmps,
 		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
 		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
 	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, ops...)
-	els := append(c.GuardReads(g), clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
+	els = append(els, clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
 	return coordinator.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
 }
 

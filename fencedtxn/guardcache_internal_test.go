@@ -1,0 +1,41 @@
+package fencedtxn
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestGuardCache: the commit's compares and reads are exactly the grant's
+// Guard and GuardReads, for grants taken in turn (no entry serves another
+// grant), and a caller changing one commit's slices never changes the
+// next one's.
+func TestGuardCache(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	s := lgtest.Session(t, c, "worker-1", 10*time.Second)
+	a, b := lgtest.Claim(t, s, "t", "a"), lgtest.Claim(t, s, "t", "b")
+	stale := a
+	stale.Epoch-- // same task, another epoch: an entry of its own
+	for range 3 {
+		for _, g := range []coordinator.Grant{a, b, stale} {
+			cmps, reads := guard(c, g, 2)
+			if !reflect.DeepEqual(cmps, c.Guard(g)) || !reflect.DeepEqual(reads, c.GuardReads(g)) {
+				t.Fatalf("the cached guard of %s epoch %d differs from Guard's", g.Task, g.Epoch)
+			}
+			_ = append(cmps, cmps[0]) // a caller's append
+			reads[0] = reads[1]       // a caller's overwrite
+		}
+	}
+	guardCache.Lock()
+	clear(guardCache.m) // what the bound does: entries are rebuilt
+	guardCache.Unlock()
+	if cmps, _ := guard(c, a, 0); !reflect.DeepEqual(cmps, c.Guard(a)) {
+		t.Fatal("the guard rebuilt after clearing differs from Guard's")
+	}
+}
