@@ -36,8 +36,10 @@ const (
 	// do not keep it alive (a trial lasts well under it in real time); a
 	// simulated expiry revokes it.
 	sessionTTL = 60 * time.Second
-	// claimRetry is how often a standby worker tries the task again.
-	claimRetry = 2 * time.Second
+	// claimRetry is how soon a standby worker first tries the task again;
+	// it doubles up to claimRetryMax.
+	claimRetry    = 2 * time.Second
+	claimRetryMax = 30 * time.Second
 )
 
 // world is one trial: the simulated clock and providers, the fault plan,
@@ -215,15 +217,15 @@ func (wk *worker) start() bool {
 	return true
 }
 
-// acquire claims the incident task in etcd, trying again every claimRetry
-// (simulated) while another worker holds it. It returns false if the
+// acquire claims the incident task in etcd, trying again after claimRetry
+// (simulated), doubling up to claimRetryMax, while another worker holds it. It returns false if the
 // worker could not start or the incident closed meanwhile and the task is
 // still held.
 func (wk *worker) acquire() bool {
 	if wk.sess == nil && !wk.start() {
 		return false
 	}
-	for {
+	for retry := claimRetry; ; retry = min(2*retry, claimRetryMax) {
 		g, err := wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task)
 		switch coordinator.DispositionOf(err) {
 		case "":
@@ -234,7 +236,7 @@ func (wk *worker) acquire() bool {
 			if len(wk.w.errs) > 0 { // the holder failed on etcd: the trial is lost already
 				return false
 			}
-			wk.a.sleep(claimRetry)
+			wk.a.sleep(retry)
 		default:
 			wk.w.fail(fmt.Errorf("claim by %s: %w", wk.name, err))
 			return false
