@@ -39,7 +39,8 @@ type RestoreOptions struct {
 	MarkCompacted bool
 	// As restores into the identity of a member of the snapshotted
 	// cluster (same name, peer URL and cluster token, so the same cluster
-	// ID), as an operator restoring in place does. That member must be
+	// ID; the same client address, so its clients reconnect to the restored
+	// member), as an operator restoring in place does. That member must be
 	// stopped. Nil restores as a new single-member cluster with a new
 	// token, so a new cluster ID.
 	As *Member
@@ -74,16 +75,20 @@ func Restore(dir, snapshotPath string, ro RestoreOptions, opts ...Option) (*Clus
 		election:  cfg.electionMs,
 		quota:     cfg.quotaBytes,
 	}
+	if ro.As != nil {
+		if ro.As.Running() {
+			return nil, fmt.Errorf("embedtest: restore as member %s: it is running", ro.As.name)
+		}
+		// Listen where the old member listened, so that its client proxy,
+		// and every client of the old cluster, reach the restored member.
+		m.clientURL = ro.As.listenClient
+	}
 	c := &Cluster{cfg: cfg, members: []*Member{m}}
 	if err := c.addProxies(m); err != nil {
 		c.Close()
 		return nil, err
 	}
 	if ro.As != nil {
-		if ro.As.Running() {
-			c.Close()
-			return nil, fmt.Errorf("embedtest: restore as member %s: it is running", ro.As.name)
-		}
 		// The same name, advertised peer URL and token make the same member
 		// and cluster IDs; a single member never dials its peer URL.
 		m.name, m.peerURL, m.token = ro.As.name, ro.As.peerURL, ro.As.token
@@ -110,6 +115,9 @@ func Restore(dir, snapshotPath string, ro RestoreOptions, opts ...Option) (*Clus
 	if err := m.start(embed.ClusterStateFlagNew); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if ro.As != nil {
+		ro.As.front.setDown(false) // the old member's clients reach the restored one
 	}
 	return c, nil
 }
