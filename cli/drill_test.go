@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
@@ -66,6 +67,30 @@ func TestDrillEndpoints(t *testing.T) {
 	resp, err := cl.Client(t).Get(lgtest.Ctx(t), "/drill-cli", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil || resp.Count != 0 {
 		t.Fatalf("%d keys left under the run's prefix (%v)", resp.Count, err)
+	}
+}
+
+// TestDrillSecured runs a short drill against etcd with client TLS and
+// auth, as a user whose role covers only the drill's prefix.
+func TestDrillSecured(t *testing.T) {
+	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
+	f := cl.TLSFiles()
+	cl.AddPrefixUser(t, "driller", "driller-pw", "/drill-tls-drill/")
+	r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert,
+		"--key", f.ClientKey, "--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls",
+		"drill", "--trials", "6", "-o", "json")
+	if r.code != cli.ExitDone {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if obj := lastJSON(t, r.stdout); obj["pass"] != true {
+		t.Fatalf("pass %v", obj["pass"])
+	}
+	// Without the client certificate the cluster refuses the connection:
+	// the drill cannot run, and says so as a hold.
+	r = execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--dial-timeout", "1s",
+		"--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls", "drill", "--trials", "2")
+	if r.code != cli.ExitUnavailable || !strings.HasPrefix(r.stderr, string(coordinator.AuthorityUnavailable)) {
+		t.Fatalf("drill without a client certificate: exit %d, want %d\nstderr: %s", r.code, cli.ExitUnavailable, r.stderr)
 	}
 }
 
