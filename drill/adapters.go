@@ -41,9 +41,9 @@ func (a topologyAdapter) Contract() ledger.Contract {
 	return ledger.Contract{RetrySafe: true, Retention: topologyRetention}
 }
 
+// Precondition is the topology now, from its authority.
 func (a topologyAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
-	writer, promoting := a.wk.w.topo.Describe(a.wk.callerAt(a.wk.grant.Epoch, ""))
-	return a.wk.observation(writer, promoting), nil
+	return a.wk.topologyNow(), nil
 }
 
 func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
@@ -88,9 +88,9 @@ func (a dnsAdapter) Contract() ledger.Contract {
 	return ledger.Contract{RetrySafe: true, Retention: dnsRetention}
 }
 
+// Precondition is the topology now: traffic follows the writer.
 func (a dnsAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
-	writer, promoting := a.wk.w.topo.Describe(a.wk.callerAt(a.wk.grant.Epoch, ""))
-	return a.wk.observation(writer, promoting), nil
+	return a.wk.topologyNow(), nil
 }
 
 func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
@@ -143,6 +143,12 @@ type promoteParams struct {
 
 func (wk *worker) callerAt(epoch int64, key string) caller {
 	return caller{actor: wk.name, epoch: epoch, key: key}
+}
+
+// topologyNow is the gateway's revalidation read: the provider's
+// authority, never the worker's cache.
+func (wk *worker) topologyNow() ledger.Observation {
+	return wk.observation(wk.w.topo.Describe(wk.caller("")))
 }
 
 func (wk *worker) observation(writer, promoting string) ledger.Observation {

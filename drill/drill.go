@@ -310,38 +310,27 @@ func (dr *DesignReport) add(t *Trajectory) {
 		dr.TotalViolations++
 	}
 	fired := map[FaultKind]bool{}
-	last := map[string]string{}
-	unknown := map[string]bool{}
-	var ops []string
 	for _, e := range t.Events {
 		switch e.Kind {
 		case KindFault:
 			fired[FaultKind(e.Effect)] = true
 		case KindRefused:
 			dr.RefusedAtGateway++
-		case KindTransition:
-			k := opKey(e)
-			if _, ok := last[k]; !ok {
-				ops = append(ops, k)
-			}
-			last[k] = e.To
-			if e.To == "UNKNOWN" {
-				unknown[k] = true
-			}
 		}
 	}
 	for k := range fired {
 		dr.Faults[k]++
 	}
-	for _, op := range ops {
-		if unknown[op] {
+	ops := operations(t)
+	for _, op := range ops.order {
+		last := ops.last[op]
+		if ops.unknown[op] {
 			dr.UnknownOperations++
-			switch last[op] {
-			case "CONFIRMED", "SUPERSEDED":
+			if last == "CONFIRMED" || last == "SUPERSEDED" {
 				dr.Reconciled++
 			}
 		}
-		if last[op] == "MANUAL_REVIEW" {
+		if last == "MANUAL_REVIEW" {
 			dr.ManualReview++
 		}
 	}

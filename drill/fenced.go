@@ -176,32 +176,16 @@ func (wk *worker) promote(l *ledger.Ledger) {
 			Params: params, Policy: policyPromote}, wk.observation(writer, promoting))
 		wk.check("propose", err)
 	}
-	for step := 0; step < 20; step++ {
-		var err error
-		switch rec.State {
-		case ledger.Proposed:
-			wk.awaitApproval()
-			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: "incident-commander",
-				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now),
-				Note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
-			wk.check("authorize", err)
-		case ledger.Authorized:
-			wk.a.step()
-			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
-			wk.check("dispatch", err)
-		case ledger.Dispatching, ledger.Unknown:
-			wk.reconcile(l)
-			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
-			wk.check("read", err)
-			if rec.State == ledger.Unknown || rec.State == ledger.Dispatching {
-				wk.note("promotion %s still %s after reconciling", rec.Operation, rec.State)
-				return
-			}
-		default:
-			wk.note("promotion %s ends %s", rec.Operation, rec.State)
-			return
-		}
-	}
+	rec = wk.drive(l, rec, approver{name: "incident-commander", wait: wk.awaitApproval,
+		note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
+	wk.note("promotion %s ends %s", rec.Operation, rec.State)
+}
+
+// approver is who approves an operation's exact digests, and the time it
+// takes them.
+type approver struct {
+	name, note string
+	wait       func()
 }
 
 // observe is the worker's view of the topology: a stale cache on its first
@@ -241,24 +225,25 @@ func (wk *worker) traffic(l *ledger.Ledger) {
 				Policy: policyTraffic}, wk.observation(writer, ""))
 			wk.check("propose", err)
 		}
-		wk.drive(l, rec)
+		wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"})
 	}
 	if !wk.verify() {
 		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
 	}
 }
 
-// drive takes one traffic operation as far as it goes.
-func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record) {
+// drive takes one operation as far as it goes: approval, dispatch through
+// the gateway, reconciliation of an unknown outcome. It returns the record
+// as it ends (UNKNOWN if a change is still PENDING after reconciling).
+func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record, by approver) ledger.Record {
 	ctx, w := wk.w.ctx, wk.w
 	for step := 0; step < 20; step++ {
 		var err error
 		switch rec.State {
 		case ledger.Proposed:
-			wk.a.step()
-			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: "traffic-policy",
-				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now),
-				Note: "traffic follows the confirmed writer"})
+			by.wait()
+			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
+				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now), Note: by.note})
 			wk.check("authorize", err)
 		case ledger.Authorized:
 			wk.a.step()
@@ -269,12 +254,13 @@ func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record) {
 			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
 			wk.check("read", err)
 			if rec.State == ledger.Unknown || rec.State == ledger.Dispatching {
-				return
+				return rec
 			}
 		default:
-			return
+			return rec
 		}
 	}
+	return rec
 }
 
 // settledView waits until no promotion is in progress, as the worker sees

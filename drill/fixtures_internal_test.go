@@ -72,3 +72,24 @@ func TestVerdict(t *testing.T) {
 		t.Errorf("a replay need not catch the naive design twice: %s", why)
 	}
 }
+
+// TestDesignReportAdd: how one trajectory is counted.
+func TestDesignReportAdd(t *testing.T) {
+	tr := func(op, to string) Event { return Event{Kind: KindTransition, Operation: op, Effect: "traffic", To: to} }
+	traj := &Trajectory{Original: "a", FinalWriter: "a", FinalTraffic: "a", Events: []Event{
+		{Kind: KindFault, Effect: string(FaultResponseDropped)},
+		{Kind: KindFault, Effect: string(FaultResponseDropped)},
+		{Kind: KindRefused},
+		tr("op1", "UNKNOWN"), tr("op1", "CONFIRMED"),
+		tr("op2", "UNKNOWN"), tr("op2", "SUPERSEDED"),
+		tr("op3", "UNKNOWN"), tr("op3", "MANUAL_REVIEW"),
+		tr("op4", "DISPATCHING"), tr("op4", "CONFIRMED"),
+	}}
+	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
+	dr.add(traj)
+	if dr.Trials != 1 || dr.UnknownOperations != 3 || dr.Reconciled != 2 || dr.ManualReview != 1 ||
+		dr.Faults[FaultResponseDropped] != 1 || dr.RefusedAtGateway != 1 ||
+		dr.TotalViolations != 2 || dr.Violations[GraderConfirmedWithoutEvidence] != 2 { // two CONFIRMED cite nothing
+		t.Fatalf("counted %+v", dr)
+	}
+}

@@ -164,32 +164,47 @@ func evidenced(before []Event, operation, id string) bool {
 // design's coarse activity has one request key for both of its effects).
 func opKey(e Event) string { return e.Operation + " " + e.Effect }
 
-func unresolvedUnknown(t *Trajectory) []string {
-	last := map[string]string{}
-	var order []string
-	wentUnknown := map[string]bool{}
+// opStates is every operation of a journal: in order of appearance, with
+// its last state and whether it ever went UNKNOWN.
+type opStates struct {
+	order   []string
+	last    map[string]string
+	unknown map[string]bool
+}
+
+func operations(t *Trajectory) opStates {
+	o := opStates{last: map[string]string{}, unknown: map[string]bool{}}
 	for _, e := range t.Events {
 		if e.Kind != KindTransition {
 			continue
 		}
 		k := opKey(e)
-		if _, ok := last[k]; !ok {
-			order = append(order, k)
+		if _, ok := o.last[k]; !ok {
+			o.order = append(o.order, k)
 		}
-		last[k] = e.To
+		o.last[k] = e.To
 		if e.To == "UNKNOWN" {
-			wentUnknown[k] = true
+			o.unknown[k] = true
 		}
 	}
+	return o
+}
+
+// resolved reports whether an UNKNOWN operation ended as it must.
+func resolved(state string) bool {
+	return state == "CONFIRMED" || state == "SUPERSEDED" || state == "MANUAL_REVIEW"
+}
+
+func unresolvedUnknown(t *Trajectory) []string {
+	ops := operations(t)
 	var out []string
-	for _, op := range order {
+	for _, op := range ops.order {
+		last := ops.last[op]
 		switch {
-		case last[op] == "DISPATCHING" || last[op] == "STARTED":
-			out = append(out, fmt.Sprintf("%s ends %s: a dispatch nobody recorded or reconciled", op, last[op]))
-		case !wentUnknown[op]:
-		case last[op] == "CONFIRMED" || last[op] == "SUPERSEDED" || last[op] == "MANUAL_REVIEW":
-		default:
-			out = append(out, fmt.Sprintf("%s went UNKNOWN and ends %s", op, last[op]))
+		case last == "DISPATCHING" || last == "STARTED":
+			out = append(out, fmt.Sprintf("%s ends %s: a dispatch nobody recorded or reconciled", op, last))
+		case ops.unknown[op] && !resolved(last):
+			out = append(out, fmt.Sprintf("%s went UNKNOWN and ends %s", op, last))
 		}
 	}
 	return out
