@@ -75,7 +75,9 @@ func TestVerdict(t *testing.T) {
 
 // TestDesignReportAdd: how one trajectory is counted.
 func TestDesignReportAdd(t *testing.T) {
-	tr := func(op, to string) Event { return Event{Kind: KindTransition, Operation: op, Effect: "traffic", To: to} }
+	tr := func(op, to string) Event {
+		return Event{Kind: KindTransition, Operation: op, Effect: "traffic", To: to}
+	}
 	traj := &Trajectory{Original: "a", FinalWriter: "a", FinalTraffic: "a", Events: []Event{
 		{Kind: KindFault, Effect: string(FaultResponseDropped)},
 		{Kind: KindFault, Effect: string(FaultResponseDropped)},
