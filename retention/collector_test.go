@@ -285,3 +285,50 @@ func TestRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentCollectors: two collectors applying one plan at once delete
+// each key once between them; the loser of each race keeps it (its guard
+// fails), and neither errs.
+func TestConcurrentCollectors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, embedtest.NewCluster(t))
+	s := lgtest.Session(t, f.c, "worker", 30*time.Second)
+	g := lgtest.Claim(t, s, "t", "busy")
+	for i := 0; i < 120; i++ { // more than two batches
+		if _, err := f.commit(t, g, fmt.Sprintf("op-%d", i), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.run(t)
+	f.clk.advance(2 * window)
+	if err := f.gc.Mark(lgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.gc.Plan(lgtest.Ctx(t))
+	if err != nil || len(p.Candidates) < 120 {
+		t.Fatalf("plan: %d candidates, %v", len(p.Candidates), err)
+	}
+	results := make(chan retention.Result, 2)
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			r, err := f.gc.Apply(lgtest.Ctx(t), p)
+			results <- r
+			errs <- err
+		}()
+	}
+	seen := map[string]int{}
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range (<-results).Deleted {
+			seen[c.Key]++
+		}
+	}
+	for _, c := range p.Candidates {
+		if seen[c.Key] != 1 {
+			t.Fatalf("%s deleted %d times between two collectors", c.Key, seen[c.Key])
+		}
+	}
+}
