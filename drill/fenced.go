@@ -31,9 +31,6 @@ const (
 	reconcileRounds = 10
 )
 
-// errStop ends a fenced worker: refused by the fence, or etcd failed.
-type errStop struct{ err error }
-
 // runFenced is one fenced worker.
 func (wk *worker) runFenced() {
 	if !wk.acquire() {
@@ -44,17 +41,9 @@ func (wk *worker) runFenced() {
 		wk.w.fail(err)
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(errStop); !ok {
-				panic(r)
-			}
-		}
-	}()
-	wk.reconcile(l)
-	wk.promote(l)
-	wk.traffic(l)
-	wk.release()
+	if wk.reconcile(l) && wk.promote(l) && wk.traffic(l) {
+		wk.release()
+	}
 }
 
 func (wk *worker) newLedger() (*ledger.Ledger, error) {
@@ -66,23 +55,24 @@ func (wk *worker) newLedger() (*ledger.Ledger, error) {
 		ledger.WithLogger(wk.w.run.cfg.Logger))
 }
 
-// check stops the worker on a ledger error: a refusal by the fence is
-// recorded as such (a stale worker stopped at the gateway); anything else
-// is an error of the drill's etcd.
-func (wk *worker) check(op string, err error) {
+// check copies the journal's new transitions into the trajectory and
+// reports whether the worker may go on after a ledger call: a refusal by
+// the fence is recorded as such (a stale worker stopped at the gateway);
+// any other error is an error of the drill's etcd. Either stops it.
+func (wk *worker) check(op string, err error) bool {
 	wk.syncJournal()
 	if err == nil {
-		return
+		return true
 	}
 	switch d := coordinator.DispositionOf(err); d.Class() {
 	case coordinator.ClassRefused:
 		if d == coordinator.StaleOwner || d == coordinator.ExpiredOwner || d == coordinator.GenerationMismatch {
 			wk.record(Event{Kind: KindRefused, Effect: op, Detail: string(d) + ": refused at the gateway; the worker stops"})
-			panic(errStop{err})
+			return false
 		}
 	}
 	wk.w.fail(fmt.Errorf("%s by %s: %w", op, wk.name, err))
-	panic(errStop{err})
+	return false
 }
 
 // syncJournal appends the ledger journal's new transitions of the incident
@@ -110,10 +100,13 @@ func (wk *worker) syncJournal() {
 
 // reconcile settles what an earlier owner left: its DISPATCHING records
 // become UNKNOWN, and every UNKNOWN is asked of the provider's authority.
-func (wk *worker) reconcile(l *ledger.Ledger) {
+// It reports whether the worker may go on.
+func (wk *worker) reconcile(l *ledger.Ledger) bool {
 	for round := 0; round < reconcileRounds; round++ {
 		recs, err := l.Reconcile(wk.w.ctx, wk.grant)
-		wk.check("reconcile", err)
+		if !wk.check("reconcile", err) {
+			return false
+		}
 		pending := false
 		for _, r := range recs {
 			if r.State == ledger.Unknown {
@@ -121,16 +114,20 @@ func (wk *worker) reconcile(l *ledger.Ledger) {
 			}
 		}
 		if !pending {
-			return
+			return true
 		}
 		wk.a.sleep(10 * time.Second)
 	}
+	return true
 }
 
-// existing returns the task's records of kind, in the ledger's order.
-func (wk *worker) existing(l *ledger.Ledger, kind string) []ledger.Record {
+// existing returns the task's records of kind, in the ledger's order, and
+// whether the worker may go on.
+func (wk *worker) existing(l *ledger.Ledger, kind string) ([]ledger.Record, bool) {
 	recs, err := l.List(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task, "")
-	wk.check("list", err)
+	if !wk.check("list", err) {
+		return nil, false
+	}
 	var out []ledger.Record
 	for _, r := range recs {
 		if r.Effect.Kind == kind {
@@ -138,7 +135,7 @@ func (wk *worker) existing(l *ledger.Ledger, kind string) []ledger.Record {
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, true
 }
 
 func effectName(kind string) string {
@@ -160,10 +157,15 @@ func (wk *worker) promotionID() string {
 
 // promote drives the promotion operation to an end: CONFIRMED, or
 // SUPERSEDED / FAILED / REJECTED when the world moved on, or MANUAL_REVIEW.
-func (wk *worker) promote(l *ledger.Ledger) {
+// It reports whether the worker may go on.
+func (wk *worker) promote(l *ledger.Ledger) bool {
 	ctx, w := wk.w.ctx, wk.w
 	var rec ledger.Record
-	if found := wk.existing(l, kindPromote); len(found) > 0 {
+	found, ok := wk.existing(l, kindPromote)
+	if !ok {
+		return false
+	}
+	if len(found) > 0 {
 		rec = found[0]
 		wk.note("adopts promotion %s (%s) from the ledger", rec.Operation, rec.State)
 	} else {
@@ -174,11 +176,16 @@ func (wk *worker) promote(l *ledger.Ledger) {
 		var err error
 		rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
 			Params: params, Policy: policyPromote}, wk.observation(writer, promoting))
-		wk.check("propose", err)
+		if !wk.check("propose", err) {
+			return false
+		}
 	}
-	rec = wk.drive(l, rec, approver{name: "incident-commander", wait: wk.awaitApproval,
+	rec, ok = wk.drive(l, rec, approver{name: "incident-commander", wait: wk.awaitApproval,
 		note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
-	wk.note("promotion %s ends %s", rec.Operation, rec.State)
+	if ok {
+		wk.note("promotion %s ends %s", rec.Operation, rec.State)
+	}
+	return ok
 }
 
 // approver is who approves an operation's exact digests, and the time it
@@ -201,11 +208,15 @@ func (wk *worker) observe() (writer, promoting string) {
 // topology settled (as the worker sees it), and verifies from both
 // authorities that the record follows the writer. A superseded change (the
 // worker's view was stale: the gateway revalidated it) or an overwritten
-// one (an operator's edit) is followed by a new intent with a new id.
-func (wk *worker) traffic(l *ledger.Ledger) {
+// one (an operator's edit) is followed by a new intent with a new id. It
+// reports whether the worker may go on.
+func (wk *worker) traffic(l *ledger.Ledger) bool {
 	ctx, w := wk.w.ctx, wk.w
 	for n := 0; n < trafficAttempts; n++ {
-		found := wk.existing(l, kindTraffic)
+		found, ok := wk.existing(l, kindTraffic)
+		if !ok {
+			return false
+		}
 		var rec ledger.Record
 		if len(found) > 0 {
 			rec = found[len(found)-1]
@@ -214,7 +225,7 @@ func (wk *worker) traffic(l *ledger.Ledger) {
 		case rec.State != "" && !rec.State.Terminal():
 			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
 		case rec.State == ledger.Confirmed && wk.verify():
-			return
+			return true
 		default:
 			writer := wk.settledView()
 			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
@@ -223,44 +234,56 @@ func (wk *worker) traffic(l *ledger.Ledger) {
 			var err error
 			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params,
 				Policy: policyTraffic}, wk.observation(writer, ""))
-			wk.check("propose", err)
+			if !wk.check("propose", err) {
+				return false
+			}
 		}
-		wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"})
+		if _, ok := wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"}); !ok {
+			return false
+		}
 	}
 	if !wk.verify() {
 		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
 	}
+	return true
 }
 
 // drive takes one operation as far as it goes: approval, dispatch through
 // the gateway, reconciliation of an unknown outcome. It returns the record
-// as it ends (UNKNOWN if a change is still PENDING after reconciling).
-func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record, by approver) ledger.Record {
+// as it ends (UNKNOWN if a change is still PENDING after reconciling), and
+// whether the worker may go on.
+func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record, by approver) (ledger.Record, bool) {
 	ctx, w := wk.w.ctx, wk.w
 	for step := 0; step < 20; step++ {
 		var err error
+		op := ""
 		switch rec.State {
 		case ledger.Proposed:
 			by.wait()
+			op = "authorize"
 			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
 				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now), Note: by.note})
-			wk.check("authorize", err)
 		case ledger.Authorized:
 			wk.a.step()
+			op = "dispatch"
 			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
-			wk.check("dispatch", err)
 		case ledger.Dispatching, ledger.Unknown:
-			wk.reconcile(l)
+			if !wk.reconcile(l) {
+				return rec, false
+			}
+			op = "read"
 			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
-			wk.check("read", err)
-			if rec.State == ledger.Unknown || rec.State == ledger.Dispatching {
-				return rec
+			if err == nil && (rec.State == ledger.Unknown || rec.State == ledger.Dispatching) {
+				return rec, wk.check(op, nil)
 			}
 		default:
-			return rec
+			return rec, true
+		}
+		if !wk.check(op, err) {
+			return rec, false
 		}
 	}
-	return rec
+	return rec, true
 }
 
 // settledView waits until no promotion is in progress, as the worker sees
