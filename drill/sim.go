@@ -162,6 +162,3 @@ func (a *actor) kill() {
 	a.killed = true
 	panic(errKilled{a.name})
 }
-
-// now is the trial's simulated time.
-func (a *actor) now() time.Duration { return a.s.now }

@@ -266,20 +266,6 @@ func (wk *worker) topology() string {
 	return writer
 }
 
-// settled waits until no promotion is in progress and returns the writer,
-// as the provider's authority shows it.
-func (wk *worker) settled() string {
-	for i := 0; i < 60; i++ {
-		writer, promoting := wk.w.topo.Describe(wk.caller(""))
-		if promoting == "" {
-			return writer
-		}
-		wk.a.sleep(2 * time.Second)
-	}
-	writer, _ := wk.w.topo.Describe(wk.caller(""))
-	return writer
-}
-
 // approval is the incident commander's review: it takes simulated time.
 // The topology-changed fault strikes right after it.
 func (wk *worker) awaitApproval() {
