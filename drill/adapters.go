@@ -48,7 +48,7 @@ func (a topologyAdapter) Precondition(ctx context.Context, e ledger.Effect) (led
 
 func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
 	wk := a.wk
-	wk.syncJournal()
+	wk.w.syncJournal()
 	id, err := wk.w.topo.Promote(wk.callerAt(epoch, operation), e.Target)
 	switch {
 	case errors.Is(err, errResponseLost):
@@ -64,7 +64,7 @@ func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation s
 
 func (a topologyAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
 	wk := a.wk
-	wk.syncJournal()
+	wk.w.syncJournal()
 	p, ok := wk.w.topo.lookup(operation)
 	if !ok {
 		return ledger.NotApplied, wk.evidence(nil, "the provider has no request under this id"), nil
@@ -95,7 +95,7 @@ func (a dnsAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.O
 
 func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
 	wk := a.wk
-	wk.syncJournal()
+	wk.w.syncJournal()
 	var p trafficParams
 	if err := json.Unmarshal(e.Params, &p); err != nil {
 		return ledger.Evidence{}, ledger.Refused("bad parameters: "+err.Error(), wk.evidence(nil, "not sent"))
@@ -117,7 +117,7 @@ func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string
 
 func (a dnsAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
 	wk := a.wk
-	wk.syncJournal()
+	wk.w.syncJournal()
 	ch, ok := wk.w.dns.lookup(operation)
 	if !ok {
 		return ledger.NotApplied, wk.evidence(nil, "the provider has no change under this id"), nil

@@ -60,7 +60,7 @@ func (wk *worker) newLedger() (*ledger.Ledger, error) {
 // the fence is recorded as such (a stale worker stopped at the gateway);
 // any other error is an error of the drill's etcd. Either stops it.
 func (wk *worker) check(op string, err error) bool {
-	wk.syncJournal()
+	wk.w.syncJournal()
 	if err == nil {
 		return true
 	}
@@ -77,8 +77,7 @@ func (wk *worker) check(op string, err error) bool {
 
 // syncJournal appends the ledger journal's new transitions of the incident
 // task to the trajectory: the graders read the real journal.
-func (wk *worker) syncJournal() {
-	w := wk.w
+func (w *world) syncJournal() {
 	ts, err := w.journal.Journal(w.ctx, w.run.tenant(w.design), w.task)
 	if err != nil {
 		w.fail(fmt.Errorf("journal: %w", err))
