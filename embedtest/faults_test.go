@@ -222,3 +222,45 @@ func TestClientProxyOnSecuredCluster(t *testing.T) {
 		t.Fatal("read through a cut proxy succeeded")
 	}
 }
+
+// TestLinkFaults: with the leader cut from one follower, every write needs
+// the other; delaying that link makes each write at least one delay slower
+// (a lower bound, which load cannot break), and blackholing it stops
+// writes until healed.
+func TestLinkFaults(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	ctx := lgtest.Ctx(t)
+	lead, err := cl.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near, far := (lead+1)%3, (lead+2)%3
+	cli := lgtest.MemberClient(t, cl, lead)
+	cl.CutLink(lead, far)
+	const delay = 300 * time.Millisecond
+	cl.DelayLink(lead, near, delay)
+	start := time.Now()
+	if _, err := cli.Put(ctx, "k", "slow"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < delay {
+		t.Fatalf("a write over a link delayed %v took %v", delay, took)
+	}
+	cl.Heal()
+	cl.CutLink(lead, far)
+	cl.DropLink(lead, near)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = cli.Put(short, "k", "dropped")
+	cancel()
+	if err == nil {
+		t.Fatal("a write committed with the leader's links cut and blackholed")
+	}
+	cl.Heal()
+	if _, err := cl.Leader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Client(t).Put(ctx, "k", "healed"); err != nil {
+		t.Fatal(err)
+	}
+}
