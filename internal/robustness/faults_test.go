@@ -240,19 +240,25 @@ func TestClientPartitionedPastTTL(t *testing.T) {
 }
 
 // TestLeaderChangeExtendsLeases: a new leader extends every lease (etcd's
-// lessor promotion), so a lease outlives its original deadline. Nobody may
-// take the task over at that deadline: a claim then is busy, and only the
-// owner key's deletion frees the task. The holder's own session, whose
-// local deadline is the original one, stops acting on time.
+// lessor promotion: the full TTL again, plus an election timeout), so a
+// lease outlives its original deadline. Nobody may take the task over at
+// that deadline: a claim well past it is still busy, and only the owner
+// key's deletion frees the task. The holder's own session, whose local
+// deadline is the original one, stops acting on time.
 func TestLeaderChangeExtendsLeases(t *testing.T) {
 	t.Parallel()
 	cl := three(t)
 	ctx := lgtest.Ctx(t)
 	c := lgtest.Coordinator(t, cl)
-	const ttl = 3 * time.Second
+	const ttl = 6 * time.Second
 	sent := time.Now()
 	a := lgtest.Session(t, c, "a", ttl, coordinator.WithoutKeepAlive())
 	ga := lgtest.Claim(t, a, "t", "k")
+	b := lgtest.Session(t, c, "b", ttl)
+	// Half the TTL runs out (a real timer: the lease's age is the point),
+	// then the leader stops; the new one extends the lease to a full TTL
+	// from its election on, about ttl/2 past the original deadline.
+	time.Sleep(time.Until(sent.Add(ttl / 2)))
 	lead, _ := cl.Leader(ctx)
 	if err := cl.Member(lead).Halt(); err != nil {
 		t.Fatal(err)
@@ -260,11 +266,12 @@ func TestLeaderChangeExtendsLeases(t *testing.T) {
 	if _, err := cl.Leader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The original TTL must run out: a real timer.
 	lgtest.Wait(t, a.Done(), "a's local deadline")
-	time.Sleep(time.Until(sent.Add(ttl + 100*time.Millisecond)))
-	b := lgtest.Session(t, c, "b", ttl)
-	_, err := b.Claim(ctx, "t", "k")
+	_, err := fencedtxn.Commit(ctx, c, ga, intent("k", "a-1", 0), fencedtxn.WithSession(a))
+	lgtest.Want(t, err, coordinator.ExpiredOwner) // a stops on the original deadline
+	// Past the original deadline, by a quarter TTL: still busy.
+	time.Sleep(time.Until(sent.Add(ttl + ttl/4)))
+	_, err = b.Claim(ctx, "t", "k")
 	lgtest.Want(t, err, coordinator.Busy)
 	lgtest.WaitOwnerGone(t, c, "t", "k")
 	t.Logf("lease outlived its original deadline by %v", time.Since(sent.Add(ttl)).Round(10*time.Millisecond))
@@ -274,7 +281,4 @@ func TestLeaderChangeExtendsLeases(t *testing.T) {
 	}
 	_, err = fencedtxn.Commit(ctx, c, ga, intent("k", "a-1", 0))
 	lgtest.Want(t, err, coordinator.StaleOwner)
-	if err := cl.Member(lead).Start(); err != nil {
-		t.Fatal(err)
-	}
 }
