@@ -48,9 +48,10 @@
 //
 // # Non-guarantees
 //
-// fsync is off (UnsafeNoFsync), so a killed test process loses recent
-// writes; members share one process, so a stopped member is a closed
-// server, not a paused one (freeze a real process with SIGSTOP for that).
+// fsync is off unless WithFsync (UnsafeNoFsync), so a killed test process
+// loses recent writes; members share one process, so a stopped member is a
+// closed server, not a paused one (freeze a real process with SIGSTOP for
+// that).
 // A partition cuts raft traffic (identified by X-Server-From); etcd's other
 // peer requests (a follower forwarding a lease keepalive to the leader,
 // version probes) name no sender and pass a partition between two running
