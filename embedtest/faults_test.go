@@ -264,3 +264,18 @@ func TestLinkFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNewProxyRefusesNonLoopbackTargets(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"10.0.0.1:2379", "example.com:2379", "127.0.0.1", ""} {
+		if p, err := embedtest.NewProxy(target); err == nil {
+			p.Close()
+			t.Fatalf("proxy to %q accepted", target)
+		}
+	}
+	p, err := embedtest.NewProxy("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}

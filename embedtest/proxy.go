@@ -21,8 +21,8 @@ import (
 // URL clients dial) and one in front of its peer port (the URL the other
 // members dial). Cluster.ClientProxy makes one more per client. Faults on a
 // member's peer proxy are set per sending member (Cluster.Partition,
-// Cluster.Link), which the proxy tells from the X-Server-From header etcd's
-// raft transport puts on every request.
+// CutLink, DelayLink, DropLink), which the proxy tells from the
+// X-Server-From header etcd's raft transport puts on its requests.
 type Proxy struct {
 	l      net.Listener
 	target string
@@ -66,9 +66,16 @@ func (r *relay) close() {
 	})
 }
 
-// NewProxy starts a proxy on a free 127.0.0.1 port relaying to target
-// (host:port). The caller must Close it.
+// NewProxy starts a proxy on a free 127.0.0.1 port relaying to target, a
+// loopback host:port. The caller must Close it.
 func NewProxy(target string) (*Proxy, error) {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return nil, fmt.Errorf("embedtest: proxy target %q: %w", target, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("embedtest: proxy target %q is not on loopback", target)
+	}
 	return newProxy("127.0.0.1:0", target, nil)
 }
 
