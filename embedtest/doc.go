@@ -36,6 +36,16 @@
 // pair of members: the peer proxy tells the sending member by the
 // X-Server-From header etcd's raft transport sends.
 //
+// # Secured clusters
+//
+// WithTLS serves clients and peers over TLS only, with a CA, a member
+// certificate and a client certificate generated for the cluster at start
+// (TLSFiles names the PEM files: what --cacert, --cert and --key take);
+// WithAuth creates a root user and turns etcd's authentication on. The
+// cluster's own clients (Client, NewClient) use both; ClientAs logs in as
+// another user, and AddPrefixUser creates one whose role has readwrite on
+// one prefix only (secure.go).
+//
 // # Guarantees
 //
 // Every member is a real etcd server (go.etcd.io/etcd/server/v3 embed) with
