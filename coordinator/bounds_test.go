@@ -111,6 +111,9 @@ func TestRequestsEtcdNeverAccepts(t *testing.T) {
 			t.Fatalf("%s: %v; want invalid_input before any I/O", name, err)
 		}
 	}
+	if d := before.Diff(lgtest.Snap(t, c.Client(), "")); d != "" {
+		t.Fatalf("requests refused before I/O wrote:\n%s", d)
+	}
 	// 126 caller ops + 2 of Commit's own fit in etcd's default 128.
 	if _, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(puts(126, 1)...)); err != nil {
 		t.Fatalf("commit of 128 ops: %v", err)
