@@ -86,11 +86,36 @@ func (m *Member) Start() error {
 	}
 	m.front.setDown(false)
 	m.peer.setDown(false)
-	if err := m.start(embed.ClusterStateFlagExisting); err != nil {
+	err := m.start(embed.ClusterStateFlagExisting)
+	for try := 1; try < startTries && isAddrInUse(err); try++ {
+		// Its old port was taken while it was down: clients and peers
+		// dial its proxies, so it may listen anywhere behind them.
+		if err = m.moveListeners(); err == nil {
+			err = m.start(embed.ClusterStateFlagExisting)
+		}
+	}
+	if err != nil {
 		m.front.setDown(true)
 		m.peer.setDown(true)
 		return fmt.Errorf("restart: %w", err)
 	}
+	return nil
+}
+
+// moveListeners picks new ports for etcd to listen on behind m's proxies.
+func (m *Member) moveListeners() error {
+	cport, err := freePort()
+	if err != nil {
+		return err
+	}
+	pport, err := freePort()
+	if err != nil {
+		return err
+	}
+	m.listenClient.Host = fmt.Sprintf("127.0.0.1:%d", cport)
+	m.listenPeer.Host = fmt.Sprintf("127.0.0.1:%d", pport)
+	m.front.retarget(m.listenClient.Host)
+	m.peer.retarget(m.listenPeer.Host)
 	return nil
 }
 

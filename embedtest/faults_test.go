@@ -3,6 +3,8 @@ package embedtest_test
 import (
 	"context"
 	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,4 +280,33 @@ func TestNewProxyRefusesNonLoopbackTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
+}
+
+// TestRestartWhenItsPortWasTaken: a member whose old port was taken while
+// it was down starts on another behind its proxies; clients and peers,
+// which dial the proxies, do not notice.
+func TestRestartWhenItsPortWasTaken(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
+	ctx := lgtest.Ctx(t)
+	m := cl.Member(0)
+	old := m.DirectClientURL()
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	squatter, err := net.Listen("tcp", strings.TrimPrefix(old, "http://"))
+	if err != nil {
+		t.Fatalf("take the old port: %v", err)
+	}
+	defer squatter.Close()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m.DirectClientURL() == old {
+		t.Fatal("restarted on the taken port")
+	}
+	resp, err := lgtest.MemberClient(t, cl, 0).Put(ctx, "k", "through the same proxy")
+	if err != nil {
+		t.Fatalf("put through the restarted member: %+v %v", resp, err)
+	}
 }

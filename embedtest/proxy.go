@@ -24,11 +24,11 @@ import (
 // CutLink, DelayLink, DropLink), which the proxy tells from the
 // X-Server-From header etcd's raft transport puts on its requests.
 type Proxy struct {
-	l      net.Listener
-	target string
-	sniff  func(id uint64) int // peer proxies: member index of a raft sender ID
+	l     net.Listener
+	sniff func(id uint64) int // peer proxies: member index of a raft sender ID
 
 	mu      sync.Mutex
+	target  string        // where connections are relayed to
 	down    bool          // the member behind it is stopped: refuse everything
 	all     fault         // fault for every sender
 	from    map[int]fault // fault per sending member (peer proxies)
@@ -153,6 +153,10 @@ func (p *Proxy) set(change func()) {
 
 func (p *Proxy) setDown(down bool) { p.set(func() { p.down = down }) }
 
+// retarget relays new connections to target (a restarted member's new
+// port).
+func (p *Proxy) retarget(target string) { p.set(func() { p.target = target }) }
+
 // faultLocked is the fault for a connection from the member with raft ID
 // src (0: unknown). IDs are mapped to members at every look, since a
 // member's ID is known only once it has started.
@@ -194,7 +198,10 @@ func (p *Proxy) serve(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	u, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	u, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		_ = c.Close()
 		return
