@@ -74,3 +74,13 @@ SOAK_OPS ?= 100000
 .PHONY: soak-retention
 soak-retention:
 	$(GO) run ./internal/retentionsoak -ops $(SOAK_OPS)
+
+# Mutation score (never part of `make test`): each hand-written mutation of
+# internal/mutate/mutations.go applied to a copy of the tree, its tests
+# run, killed / survived reported. About an hour on two cores; MUTATE_FLAGS
+# passes flags, e.g. make mutate MUTATE_FLAGS='-only claim/'. See
+# docs/reliability.md.
+MUTATE_FLAGS ?=
+.PHONY: mutate
+mutate:
+	nice -n 19 $(GO) run ./internal/mutate $(MUTATE_FLAGS)
