@@ -19,7 +19,10 @@
 // Each mutation first runs its targeted tests (package and -run pattern,
 // the ones expected to kill it), stopping at the first red; a mutant that
 // survives them is then run against the whole of each package named, so
-// "survived" always means the full packages passed. It is never part of
+// "survived" always means the full packages passed. A red test counts only
+// if it is red again when run alone on the mutant; one that then passes is
+// a flake of the shared machine, and is skipped for the rest of that
+// mutation (the report names it). It is never part of
 // `make test`: it runs the tests once per mutation (about an hour on two
 // loaded cores for the whole list).
 package main
@@ -214,22 +217,57 @@ func runOne(tmp string, m Mutation, timeout time.Duration, quick bool) result {
 			}
 		}
 	}
+	var flaky []string
 	for _, r := range runs {
-		out, code := goTest(tmp, r, timeout)
-		if code == 0 {
-			continue
+		for {
+			out, code := goTest(tmp, r, flaky, timeout)
+			if code == 0 {
+				break
+			}
+			res := result{m: m, by: r.Pkg + " " + killer(out)}
+			if strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") {
+				res.outcome, res.by = Broken, firstLine(out)
+				return res.done(start, flaky)
+			}
+			// A red test kills the mutant only if it is red again when run
+			// alone; one that passes then was a flake (the machine is
+			// shared): it is skipped from then on, and the run repeated.
+			names := topLevel(out)
+			if len(names) == 0 { // a panic or timeout outside any test
+				res.outcome = Killed
+				return res.done(start, flaky)
+			}
+			if _, code := goTest(tmp, Run{Pkg: r.Pkg, Run: "^(" + strings.Join(names, "|") + ")$"}, nil, timeout); code != 0 {
+				res.outcome = Killed
+				return res.done(start, flaky)
+			}
+			flaky = append(flaky, names...)
 		}
-		res := result{m: m, took: time.Since(start)}
-		switch {
-		case strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]"):
-			res.outcome, res.by = Broken, firstLine(out)
-		default:
-			res.outcome = Killed
-			res.by = r.Pkg + " " + killer(out)
-		}
-		return res
 	}
-	return result{m: m, outcome: Survived, took: time.Since(start)}
+	return result{m: m, outcome: Survived}.done(start, flaky)
+}
+
+func (r result) done(start time.Time, flaky []string) result {
+	r.took = time.Since(start)
+	if len(flaky) > 0 {
+		r.by += " (flaky, passed alone, skipped: " + strings.Join(flaky, ", ") + ")"
+	}
+	return r
+}
+
+var topRE = regexp.MustCompile(`(?m)^--- FAIL: (Test\w*)`)
+
+// topLevel names the failing top-level tests.
+func topLevel(out string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, mm := range topRE.FindAllStringSubmatch(out, -1) {
+		if !seen[mm[1]] {
+			seen[mm[1]] = true
+			names = append(names, mm[1])
+		}
+	}
+	return names
 }
 
 // killer names the failing tests (the innermost first) or the panic.
@@ -262,10 +300,13 @@ func firstLine(s string) string {
 	return s
 }
 
-func goTest(dir string, r Run, timeout time.Duration) (string, int) {
+func goTest(dir string, r Run, skip []string, timeout time.Duration) (string, int) {
 	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String()}
 	if r.Run != "" {
 		args = append(args, "-run", r.Run)
+	}
+	if len(skip) > 0 {
+		args = append(args, "-skip", "^("+strings.Join(skip, "|")+")$")
 	}
 	args = append(args, r.Pkg)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)

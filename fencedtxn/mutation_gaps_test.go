@@ -1,0 +1,48 @@
+package fencedtxn_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestRefusalsMutationsMissed pins classifications that survived the
+// mutation tool (internal/mutate; docs/reliability.md, "Mutation score").
+// The subtests share one cluster; each uses its own task.
+func TestRefusalsMutationsMissed(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	prefix := c.Keys().Prefix()
+	refusedWritingNothing := func(t *testing.T, g coordinator.Grant, in fencedtxn.Intent, want coordinator.Disposition) {
+		t.Helper()
+		before := lgtest.Snap(t, c.Client(), prefix)
+		_, err := fencedtxn.Commit(ctx, c, g, in)
+		lgtest.Want(t, err, want)
+		if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
+			t.Fatalf("refused commit wrote:\n%s", d)
+		}
+	}
+
+	t.Run("the same session re-claims and releases: its first grant is stale, not expired", func(t *testing.T) {
+		// Fence record and owner identity match the first grant; only the
+		// fence's epoch tells that a newer grant was published since.
+		s := lgtest.Session(t, c, "worker", 10*time.Second)
+		first := lgtest.Claim(t, s, "t", "reclaimed")
+		if err := c.Release(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		second := lgtest.Claim(t, s, "t", "reclaimed")
+		if err := c.Release(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		in := fencedtxn.Intent{Tenant: "t", Task: "reclaimed", Operation: "op"}
+		refusedWritingNothing(t, first, in, coordinator.StaleOwner)
+		refusedWritingNothing(t, second, in, coordinator.ExpiredOwner)
+	})
+}
