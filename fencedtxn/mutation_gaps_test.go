@@ -45,4 +45,22 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 		refusedWritingNothing(t, first, in, coordinator.StaleOwner)
 		refusedWritingNothing(t, second, in, coordinator.ExpiredOwner)
 	})
+
+	t.Run("an impostor of a released grant's epoch is stale, not expired", func(t *testing.T) {
+		// The owner key is gone and the fence still at the epoch: only the
+		// fence record's owner and lease tell that the grant is not the one
+		// published at that epoch.
+		s := lgtest.Session(t, c, "worker", 10*time.Second)
+		g := lgtest.Claim(t, s, "t", "impostor")
+		if err := c.Release(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		in := fencedtxn.Intent{Tenant: "t", Task: "impostor", Operation: "op"}
+		otherOwner, otherLease := g, g
+		otherOwner.Owner = "impostor"
+		otherLease.Lease = lgtest.Session(t, c, "worker", 10*time.Second).Lease()
+		refusedWritingNothing(t, otherOwner, in, coordinator.StaleOwner)
+		refusedWritingNothing(t, otherLease, in, coordinator.StaleOwner)
+		refusedWritingNothing(t, g, in, coordinator.ExpiredOwner)
+	})
 }

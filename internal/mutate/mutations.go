@@ -106,7 +106,7 @@ var mutations = []Mutation{
 		run("./fencedtxn", "TestRefusalsMutationsMissed"), txnPkg, coordPkg),
 	mut("checkguard/drop-fence-record-branch", fenceGo, "the fence record's owner and lease are not checked",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `(err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease) && false {`,
-		txnPkg, coordPkg),
+		run("./fencedtxn", "TestRefusalsMutationsMissed"), txnPkg, coordPkg),
 	mut("checkguard/expired-before-fence", fenceGo, "reordered: a gone owner key is expired_owner before the fence is looked at",
 		"\tcase fence == nil:\n", "\tcase owner == nil:\n\t\treturn refuse(ExpiredOwner, \"mutant\")\n\tcase fence == nil:\n",
 		txnPkg, coordPkg),
