@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
@@ -62,5 +64,28 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 		refusedWritingNothing(t, otherOwner, in, coordinator.StaleOwner)
 		refusedWritingNothing(t, otherLease, in, coordinator.StaleOwner)
 		refusedWritingNothing(t, g, in, coordinator.ExpiredOwner)
+	})
+
+	t.Run("caller ops inside leasegate's prefix are invalid input, nothing written", func(t *testing.T) {
+		// Keys the commit itself does not write, so etcd's duplicate-key
+		// refusal cannot stand in for the prefix check.
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "smuggler")
+		victim := lgtest.Claim(t, lgtest.Session(t, c, "victim", 10*time.Second), "t", "victim")
+		in := fencedtxn.Intent{Tenant: "t", Task: "smuggler", Operation: "op"}
+		for _, op := range []clientv3.Op{
+			clientv3.OpPut(c.Keys().Fence("t", "victim"), "{}"),
+			clientv3.OpDelete(c.Keys().Owner("t", "victim")),
+			clientv3.OpPut(c.Keys().Realm(), "another-realm"),
+		} {
+			before := lgtest.Snap(t, c.Client(), prefix)
+			_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
+				t.Fatalf("refused commit wrote:\n%s", d)
+			}
+		}
+		if own, err := c.Owner(ctx, "t", "victim"); err != nil || own.Epoch != victim.Epoch || !own.Owned() {
+			t.Fatalf("victim after the refused commits: %+v %v", own, err)
+		}
 	})
 }

@@ -135,8 +135,7 @@ var mutations = []Mutation{
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 	mut("releasetask/drop-owner", heldGo, "ReleaseTask without Value(owner) == s.owner",
 		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``,
-		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg).
-		equivalent("an owner key on the session's lease always carries the session's label (only Claim writes owner keys, with both), so the lease compare alone decides"),
+		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 	mut("releasetask/gone-as-stale", heldGo, "ReleaseTask of a task with no owner key is stale_owner",
 		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
@@ -211,8 +210,8 @@ var mutations = []Mutation{
 		`if in.Tenant != g.Tenant || in.Task != g.Task {`, `if false {`,
 		txnPkg),
 	mut("commit/caller-ops-in-prefix", commitGo, "caller ops may write inside leasegate's prefix",
-		`key == "" || strings.HasPrefix(key, prefix)`, `key == ""`,
-		txnPkg),
+		`key == "" || strings.HasPrefix(key, prefix)`, `key == "" || strings.HasPrefix(key, prefix+"\x00")`,
+		run("./fencedtxn", "TestRefusalsMutationsMissed"), txnPkg, coordPkg),
 	mut("commit/drop-session-live", commitGo, "WithSession does not stop a commit past the local deadline",
 		`if err := o.session.Live(); err != nil {`, `if err := o.session.Live(); err != nil && false {`,
 		run("./fencedtxn", "TestWithSessionStopsPastLocalDeadline"), txnPkg),
@@ -251,7 +250,7 @@ var mutations = []Mutation{
 		run("./ledger", "TestTransitionTableOverAllStatePairs"), ledgerPkg),
 	mut("transition/applyonce-any-epoch", transitionGo, "a retried decision matches one made under another grant",
 		`t.To == ch.to && t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner`, `t.To == ch.to && t.By == ch.by && t.Owner == g.Owner`,
-		ledgerPkg),
+		run("./ledger", "TestLedgerMutationsMissed"), ledgerPkg),
 
 	// ---- the gateway (ledger/gateway.go)
 	mut("gateway/unfenced-read", gatewayGo, "Dispatch reads the record without the guard",
@@ -261,7 +260,7 @@ var mutations = []Mutation{
 		"if err != nil {\n\t\treturn claimed, err\n\t}", "if err != nil && false {\n\t\treturn claimed, err\n\t}",
 		run("./ledger", "TestConcurrentDispatchReachesTheAdapterOnce|TestStaleEpochRefusedBeforeTheAdapter"), ledgerPkg),
 	mut("gateway/no-revalidate", gatewayGo, "a changed world is dispatched, not superseded",
-		`if !same {`, `if false {`,
+		`if !same {`, `if !same && false {`,
 		run("./ledger", "TestChangedWorldIsSupersededNotDispatched"), ledgerPkg),
 	mut("gateway/drop-table-precheck", gatewayGo, "Dispatch does not check the table before observing the world",
 		`if !Allowed(rec.State, Dispatching, StepDispatch) {`, `if false {`,

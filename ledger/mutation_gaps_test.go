@@ -1,0 +1,32 @@
+package ledger
+
+import (
+	"testing"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestLedgerMutationsMissed pins behaviours that survived the mutation tool
+// (internal/mutate; docs/reliability.md, "Mutation score").
+func TestLedgerMutationsMissed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+
+	t.Run("a decision repeated under a newer grant of the same owner label is not a retry", func(t *testing.T) {
+		// A retried Reject returns the record only if its last transition
+		// is this very decision: same grant. The same owner label with a new
+		// session is another grant (another epoch), and the record is
+		// already REJECTED: illegal_transition, nothing written.
+		e.authorized(e.g, "reject-once", promote("db-b"))
+		rec, err := e.l.Reject(e.ctx, e.g, "reject-once", "withdrawn")
+		if err != nil || rec.State != Rejected {
+			t.Fatalf("reject: %+v %v", rec, err)
+		}
+		g2 := e.takeover("worker-a") // same label, new session and epoch
+		_, err = e.l.Reject(e.ctx, g2, "reject-once", "withdrawn")
+		lgtest.Want(t, err, coordinator.IllegalTransition)
+		_, js := e.journal("reject-once")
+		wantStates(t, js, Proposed, Authorized, Rejected)
+	})
+}
