@@ -30,6 +30,7 @@ const (
 	heldGo       = "coordinator/held.go"
 	transportGo  = "coordinator/transport.go"
 	commitGo     = "fencedtxn/commit.go"
+	guardCacheGo = "fencedtxn/guardcache.go"
 	transitionGo = "ledger/transition.go"
 	gatewayGo    = "ledger/gateway.go"
 	reconcileGo  = "ledger/reconcile.go"
@@ -99,7 +100,7 @@ var mutations = []Mutation{
 		`case string(realm.Value) != g.Realm:`, `case false:`,
 		txnPkg, coordPkg),
 	mut("checkguard/no-fence-as-expired", fenceGo, "a missing fence is classified expired_owner",
-		`return refuse(StaleOwner, "no grant was ever published for this task")`, `return refuse(ExpiredOwner, "no grant was ever published for this task")`,
+		`return refuse(StaleOwner, "the task has no fence:`, `return refuse(ExpiredOwner, "the task has no fence:`,
 		txnPkg, coordPkg),
 	mut("checkguard/drop-fence-epoch-branch", fenceGo, "a moved fence is not classified by its epoch",
 		`case fence.ModRevision != g.Epoch:`, `case false:`,
@@ -180,8 +181,11 @@ var mutations = []Mutation{
 
 	// ---- the commit Txn and its classification (fencedtxn/commit.go)
 	mut("commit/drop-guard", commitGo, "the commit's If without the guard",
-		`cmps := append(c.Guard(g),`, `cmps := append([]clientv3.Cmp{},`,
+		`cmps, els := guard(c, g, 2)`, "_, els := guard(c, g, 2)\n\tvar cmps []clientv3.Cmp",
 		txnPkg),
+	mut("commit/guard-cache-by-task", guardCacheGo, "the guard cache is keyed by task, not by grant: a stale grant gets the current grant's compares",
+		`k := guardKey{c, g}`, `k := guardKey{c, coordinator.Grant{Tenant: g.Tenant, Task: g.Task}}`,
+		txnPkg, coordPkg),
 	mut("commit/drop-op-cmp", commitGo, "the commit's If without CreateRevision(ops/<op>) == 0",
 		`clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),`, ``,
 		txnPkg),
@@ -295,7 +299,7 @@ var mutations = []Mutation{
 		`case outcome == Applied && ev.Empty():`, `case false:`,
 		run("./ledger", "TestInconclusiveGoesToManualReviewThenOperatorResolves"), ledgerPkg),
 	mut("reconcile/pending-to-review", reconcileGo, "pending past the bound goes to MANUAL_REVIEW",
-		`if last == Pending {`, `if false {`,
+		`if last == Pending {`, `if last == Pending && false {`,
 		run("./ledger", "TestPendingStaysUnknownThenConfirms"), ledgerPkg),
 	mut("reconcile/retry-unsafe", reconcileGo, "not applied is retried though the contract does not make it safe",
 		`case !c.RetrySafe:`, `case false:`,
@@ -333,12 +337,12 @@ var mutations = []Mutation{
 		`if kv.ModRevision >= h || owned[string(kv.Key)] {`, `if kv.ModRevision >= h {`,
 		gcPkg),
 	mut("gc/horizon-ignores-window", collectorGo, "every mark counts as old: the horizon ignores the window",
-		`if perr != nil || terr != nil || t.After(cutoff) {`, `if perr != nil || terr != nil {`,
+		`if perr != nil || terr != nil || t.After(cutoff) {`, `if perr != nil || terr != nil || t.After(cutoff.Add(g.window)) {`,
 		gcPkg),
 	mut("gc/horizon-oldest-mark", collectorGo, "the horizon is the oldest old mark, not the newest",
 		`if m.rev > newest.rev {`, `if m.rev < newest.rev {`,
 		gcPkg),
 	mut("gc/apply-no-key-check", collectorGo, "Apply deletes a candidate whose key is not the one its fields name",
 		`if want := g.keyOf(c); c.Kind != KindMark && c.Key != want {`, `if want := g.keyOf(c); false && c.Key != want {`,
-		gcPkg),
+		run("./retention", "TestPlanKeyMustMatchItsFields"), gcPkg),
 }
