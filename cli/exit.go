@@ -152,6 +152,9 @@ func (o errorOutput) line() string {
 			detail += "; " + o.cause
 		}
 	}
+	// One line, whatever a cause's text holds (gRPC and TLS errors may
+	// span lines).
+	detail = strings.Join(strings.Fields(detail), " ")
 	switch {
 	case where != "" && detail != "":
 		fmt.Fprintf(&b, " [%s: %s]", where, detail)
