@@ -109,7 +109,10 @@ func TestTakeoverSmoke(t *testing.T) {
 		t.Fatalf("%d results: %+v", len(rep.Results), rep.Results)
 	}
 	for _, r := range rep.Results {
-		if r.Trials != 1 || r.Failures != 0 || r.FromDeletion.P50Ms <= 0 || r.FromDeath.P50Ms < r.FromDeletion.P50Ms {
+		// FromDeletion is timed by a separate watcher, which can be scheduled
+		// after the successor's write on a fast run (a negative figure of a
+		// millisecond or so); the holder's death precedes both for certain.
+		if r.Trials != 1 || r.Failures != 0 || r.FromDeath.P50Ms <= 0 || r.FromDeath.P50Ms < r.FromDeletion.P50Ms {
 			t.Errorf("result %+v", r)
 		}
 	}
