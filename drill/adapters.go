@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -49,6 +50,10 @@ func (a topologyAdapter) Precondition(ctx context.Context, e ledger.Effect) (led
 func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
 	wk := a.wk
 	wk.w.syncJournal()
+	wk.beforeCall() // the worker may stop or pause here, its dispatch claimed and nothing sent
+	if ev, err := wk.sendable(operation); err != nil {
+		return ev, err
+	}
 	id, err := wk.w.topo.Promote(wk.callerAt(epoch, operation), e.Target)
 	switch {
 	case errors.Is(err, errResponseLost):
@@ -65,7 +70,10 @@ func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation s
 func (a topologyAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
 	wk := a.wk
 	wk.w.syncJournal()
-	p, ok := wk.w.topo.lookup(operation)
+	p, ok, err := wk.w.topo.LookupRequest(wk.caller(""), operation)
+	if err != nil {
+		return ledger.Inconclusive, ledger.Evidence{}, err
+	}
 	if !ok {
 		return ledger.NotApplied, wk.evidence(nil, "the provider has no request under this id"), nil
 	}
@@ -99,6 +107,9 @@ func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string
 	var p trafficParams
 	if err := json.Unmarshal(e.Params, &p); err != nil {
 		return ledger.Evidence{}, ledger.Refused("bad parameters: "+err.Error(), wk.evidence(nil, "not sent"))
+	}
+	if ev, err := wk.sendable(operation); err != nil {
+		return ev, err
 	}
 	id, _, err := wk.w.dns.Change(wk.callerAt(epoch, operation), p.Value)
 	if err != nil {
@@ -139,6 +150,36 @@ type trafficParams struct {
 type promoteParams struct {
 	Target  string `json:"target"`
 	MaxLoss string `json:"max_loss"`
+}
+
+// sendable is the gateway's last check as a call leaves for the provider:
+// the worker's grant is read again under its fence, in etcd. A worker that
+// stopped between its dispatch claim and the call (paused past its lease)
+// finds its grant gone and sends nothing: a definite "not sent", which the
+// gateway cannot record either, the fence refusing its next step. An etcd
+// that does not answer leaves the call unsent too, but as an ambiguous
+// outcome for reconciliation (the provider says "not applied").
+//
+// What this does not close: a pause between this check and the call
+// itself. Only a provider that checks the fence token closes that.
+func (wk *worker) sendable(operation string) (ledger.Evidence, error) {
+	c, g := wk.w.run.coord, wk.grant
+	const op = "dispatch-send"
+	resp, err := c.Txn(wk.w.ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If: c.Guard(g), Else: c.GuardReads(g)})
+	if err == nil && !resp.Succeeded {
+		err = c.CheckGuard(op, g, resp.Responses)
+	}
+	if err == nil {
+		return ledger.Evidence{}, nil
+	}
+	d := coordinator.DispositionOf(err)
+	if d.Class() != coordinator.ClassRefused {
+		return ledger.Evidence{}, ledger.Ambiguous(fmt.Errorf("fence check before the call, not sent: %w", err))
+	}
+	wk.record(Event{Kind: KindRefused, Operation: operation, Effect: "send",
+		Detail: string(d) + ": the grant is no longer current as the call leaves; nothing sent to the provider"})
+	return ledger.Evidence{}, ledger.Refused("not sent: "+string(d), wk.evidence(nil, "not sent: "+string(d)))
 }
 
 func (wk *worker) callerAt(epoch int64, key string) caller {

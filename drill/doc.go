@@ -36,9 +36,14 @@
 //     A simulated lease expiry revokes the real etcd lease (etcd deletes the
 //     owner key as on expiry), at a time the drill chooses. See
 //     docs/drill.md for what the drill does not prove.
-//   - Workers pause or stop only at the points the fault model names (after
-//     a provider applied a promotion); the gateway never yields between
-//     claiming a dispatch and calling the provider.
+//   - Workers pause or stop only at the points the fault model names: after
+//     a provider applied a promotion, or after the promotion's dispatch was
+//     claimed and before the call left. The gateway reads the grant under
+//     its fence once more as the call leaves (sendable); a pause between
+//     that read and the call itself is not exercised.
+//   - The incident commander resolves a MANUAL_REVIEW promotion only on
+//     evidence (an audit event under the operation's id and the topology
+//     showing the target); without it the record stays there.
 //   - A killed simulated worker is unwound by a panic private to this
 //     package (errKilled), recovered where its goroutine starts: it passes
 //     through the ledger's Dispatch on purpose, so that the dispatch stays

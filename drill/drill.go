@@ -151,10 +151,13 @@ type DesignReport struct {
 	Violations      map[Grader]int    `json:"violations"`
 	Faults          map[FaultKind]int `json:"faults"`
 	// UnknownOperations went UNKNOWN; Reconciled of them ended CONFIRMED
-	// or SUPERSEDED on the provider's evidence; ManualReview ended there.
+	// or SUPERSEDED on the provider's evidence without an operator;
+	// ManualReview went to MANUAL_REVIEW, and Resolved of those an
+	// operator then resolved (Ledger.Resolve).
 	UnknownOperations int     `json:"unknown_operations"`
 	Reconciled        int     `json:"reconciled"`
 	ManualReview      int     `json:"manual_review"`
+	Resolved          int     `json:"-"`
 	Seconds           float64 `json:"seconds"`
 	// RefusedAtGateway counts stale requests the gateway refused, and
 	// FirstViolation the first trial each grader flagged (for --replay).
@@ -326,12 +329,15 @@ func (dr *DesignReport) add(t *Trajectory) {
 		last := ops.last[op]
 		if ops.unknown[op] {
 			dr.UnknownOperations++
-			if last == "CONFIRMED" || last == "SUPERSEDED" {
+			if (last == "CONFIRMED" || last == "SUPERSEDED") && !ops.review[op] {
 				dr.Reconciled++
 			}
 		}
-		if last == "MANUAL_REVIEW" {
+		if ops.review[op] {
 			dr.ManualReview++
+			if last != "MANUAL_REVIEW" {
+				dr.Resolved++
+			}
 		}
 	}
 }

@@ -58,8 +58,13 @@ func TestShortDrill(t *testing.T) {
 			t.Errorf("fault %s never fired in %d fenced trials", k, trials)
 		}
 	}
-	if fenced.UnknownOperations == 0 || fenced.Reconciled != fenced.UnknownOperations {
-		t.Errorf("fenced: %d unknown, %d reconciled: every unknown must be reconciled, and faults must make some", fenced.UnknownOperations, fenced.Reconciled)
+	if fenced.UnknownOperations == 0 || fenced.Reconciled+fenced.ManualReview != fenced.UnknownOperations {
+		t.Errorf("fenced: %d unknown, %d reconciled, %d manual review: every unknown must be reconciled or left to an operator, and faults must make some",
+			fenced.UnknownOperations, fenced.Reconciled, fenced.ManualReview)
+	}
+	if fenced.ManualReview == 0 || fenced.Resolved != fenced.ManualReview {
+		t.Errorf("fenced: %d manual reviews, %d resolved by the commander: the lookup outage must make some, and each must be resolved",
+			fenced.ManualReview, fenced.Resolved)
 	}
 	if fenced.RefusedAtGateway == 0 {
 		t.Error("no stale worker was refused at the gateway: the takeover faults did not bite")

@@ -37,12 +37,24 @@ const (
 	FaultNewBuild FaultKind = "new_build_deployed"
 	// An operator edits the DNS record by hand mid-incident.
 	FaultOperatorEdit FaultKind = "operator_dns_edit"
+	// The worker stops after its dispatch of the promotion is claimed
+	// (DISPATCHING recorded) and before the call leaves for the provider;
+	// it never comes back.
+	FaultKilledAfterClaim FaultKind = "killed_after_claim"
+	// The worker pauses at the same point, past its lease; a replacement
+	// takes over, and the old worker wakes and goes on to the call.
+	FaultPausedAfterClaim FaultKind = "paused_after_claim"
+	// The database provider's request lookup by id (what the adapter's
+	// Observe asks) times out for 10-15 minutes: its authority on an
+	// operation's outcome is inconclusive meanwhile.
+	FaultLookupOutage FaultKind = "provider_lookup_outage"
 )
 
 // FaultKinds lists every fault, in the report's order.
 var FaultKinds = []FaultKind{
 	FaultResponseDropped, FaultKilledBeforeReceipt, FaultHeartbeatStop, FaultStaleCache, FaultTopologyChanged,
 	FaultDNSPendingLong, FaultAuditDuplicated, FaultAuditDelayed, FaultNewBuild, FaultOperatorEdit,
+	FaultKilledAfterClaim, FaultPausedAfterClaim, FaultLookupOutage,
 }
 
 // plan is a trial's faults, drawn before the trial runs from the trial's
@@ -58,6 +70,9 @@ type plan struct {
 	newBuild        bool
 	operatorEdit    bool
 	operatorAt      time.Duration
+	// lookupOutage is how long, from the trial's start, the topology
+	// provider's request lookup times out (0: no outage).
+	lookupOutage time.Duration
 	// takeoverPause is how long a worker whose heartbeats stopped sleeps.
 	takeoverPause time.Duration
 	// standbyAt is when the second worker starts when nothing fails.
@@ -66,6 +81,9 @@ type plan struct {
 
 // faultProbability is the chance of each independent fault.
 const faultProbability = 0.4
+
+// outageProbability is the chance of the provider's lookup outage.
+const outageProbability = 0.25
 
 func newPlan(rng *rand.Rand) plan {
 	var p plan
@@ -92,5 +110,21 @@ func newPlan(rng *rand.Rand) plan {
 	p.operatorAt = time.Duration(5+rng.IntN(60)) * time.Second
 	p.takeoverPause = time.Duration(20+rng.IntN(40)) * time.Second
 	p.standbyAt = time.Duration(3+rng.IntN(30)) * time.Second
+	// Drawn last, so that the draws above are those of the earlier fault
+	// model. A worker fault strikes, half the time, between the dispatch
+	// claim and the provider call instead of after the provider applied.
+	// That stop leaves a promotion the provider never saw; with the lookup
+	// outage its outcome would be left to the commander with no applied
+	// request to find (see docs/drill.md), so the two are not combined.
+	if rng.Float64() < outageProbability {
+		p.lookupOutage = time.Duration(10+rng.IntN(6)) * time.Minute
+	}
+	if p.workerFault != "" && p.lookupOutage == 0 && rng.IntN(2) == 0 {
+		if p.workerFault == FaultKilledBeforeReceipt {
+			p.workerFault = FaultKilledAfterClaim
+		} else {
+			p.workerFault = FaultPausedAfterClaim
+		}
+	}
 	return p
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -29,6 +30,11 @@ const (
 	// reconcileRounds bounds how often a worker reconciles a change that
 	// stays PENDING.
 	reconcileRounds = 10
+	// commander is who resolves an operation in MANUAL_REVIEW; it looks
+	// for evidence every commanderLook, at most commanderLooks times.
+	commander      = "incident-commander"
+	commanderLook  = time.Minute
+	commanderLooks = 10
 )
 
 // runFenced is one fenced worker.
@@ -181,10 +187,56 @@ func (wk *worker) promote(l *ledger.Ledger) bool {
 	}
 	rec, ok = wk.drive(l, rec, approver{name: "incident-commander", wait: wk.awaitApproval,
 		note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
+	if ok && rec.State == ledger.ManualReview {
+		rec, ok = wk.review(l, rec)
+	}
 	if ok {
 		wk.note("promotion %s ends %s", rec.Operation, rec.State)
 	}
 	return ok
+}
+
+// review is the incident commander's decision on a promotion the ledger
+// left in MANUAL_REVIEW (the provider's authority stayed inconclusive). The
+// commander looks for evidence outside the adapter's lookup: the audit
+// trail's PromoteTarget events under the operation's id, and the topology
+// as the provider describes it now. Both must agree that this request was
+// accepted — an audit event of this id, and the target the writer or being
+// promoted — before the commander resolves it CONFIRMED with those provider
+// ids (Ledger.Resolve, journaled with approver and why). Without that
+// evidence it decides nothing: the record stays in MANUAL_REVIEW and the
+// worker stops. It reports whether the worker may go on.
+func (wk *worker) review(l *ledger.Ledger, rec ledger.Record) (ledger.Record, bool) {
+	w := wk.w
+	var p promoteParams
+	if err := json.Unmarshal(rec.Effect.Params, &p); err != nil || p.Target == "" {
+		wk.note("promotion %s in MANUAL_REVIEW has unreadable parameters; it stays there", rec.Operation)
+		return rec, false
+	}
+	wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
+		Detail: "reviews " + rec.Operation + " in MANUAL_REVIEW: the provider's lookup gave no answer"})
+	for look := 0; look < commanderLooks; look++ {
+		wk.a.sleep(commanderLook)
+		ids := w.audit.find("PromoteTarget", rec.Operation)
+		writer, promoting := w.topo.Describe(caller{actor: commander})
+		if len(ids) == 0 || (writer != p.Target && promoting != p.Target) {
+			wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
+				Detail: fmt.Sprintf("no evidence yet: %d audit event(s) under this id, writer %s, promoting %s", len(ids), writer, orDash(promoting))})
+			continue
+		}
+		d, _ := json.Marshal(map[string]string{"audit": "PromoteTarget " + strings.Join(ids, ",") + " under " + rec.Operation,
+			"writer": writer, "promoting": promoting})
+		why := fmt.Sprintf("CloudTrail shows PromoteTarget %s under this operation id, and the topology shows %s as %s",
+			strings.Join(ids, ","), p.Target, map[bool]string{true: "the writer", false: "being promoted"}[writer == p.Target])
+		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, ledger.Confirmed,
+			ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(w.s.now)}, commander, why)
+		if !wk.check("resolve", err) {
+			return r, false
+		}
+		return r, true
+	}
+	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW and the worker stops", rec.Operation)
+	return rec, false
 }
 
 // approver is who approves an operation's exact digests, and the time it

@@ -170,10 +170,11 @@ type opStates struct {
 	order   []string
 	last    map[string]string
 	unknown map[string]bool
+	review  map[string]bool // it went MANUAL_REVIEW
 }
 
 func operations(t *Trajectory) opStates {
-	o := opStates{last: map[string]string{}, unknown: map[string]bool{}}
+	o := opStates{last: map[string]string{}, unknown: map[string]bool{}, review: map[string]bool{}}
 	for _, e := range t.Events {
 		if e.Kind != KindTransition {
 			continue
@@ -185,6 +186,9 @@ func operations(t *Trajectory) opStates {
 		o.last[k] = e.To
 		if e.To == "UNKNOWN" {
 			o.unknown[k] = true
+		}
+		if e.To == "MANUAL_REVIEW" {
+			o.review[k] = true
 		}
 	}
 	return o

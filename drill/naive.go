@@ -82,6 +82,7 @@ func (wk *worker) runNaive() {
 		h.start(wk.name, key)
 		wk.transition(key, "promote", "", "STARTED")
 		wk.a.step()
+		wk.beforeCall()
 		req, err := w.topo.Promote(wk.caller(key), clusterSecondary)
 		if err == nil {
 			wk.afterApply()

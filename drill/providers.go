@@ -60,6 +60,10 @@ type Topology struct {
 	// dropNext makes the next applied promotion lose its response.
 	dropNext bool
 	audit    *Audit
+	// lookupDownUntil: until then, LookupRequest times out (the lookup
+	// outage fault); outageSeen is set once it did.
+	lookupDownUntil time.Duration
+	outageSeen      bool
 }
 
 type promotion struct {
@@ -133,6 +137,27 @@ func (t *Topology) Describe(c caller) (writer, promoting string) {
 		promoting = t.pending.target
 	}
 	return t.writer, promoting
+}
+
+// errLookupTimeout is the request lookup's answer during an outage: no
+// answer, so nothing about the request.
+var errLookupTimeout = errors.New("drill: DescribeRequest timed out")
+
+// LookupRequest is the provider's answer, by idempotency key, to whether it
+// ever accepted a promotion (its request history, within retention). During
+// the lookup outage it times out.
+func (t *Topology) LookupRequest(c caller, key string) (*promotion, bool, error) {
+	if t.s.now < t.lookupDownUntil {
+		if !t.outageSeen {
+			t.outageSeen = true
+			t.s.traj.add(Event{At: t.s.now, Kind: KindFault, Actor: "aurora", Effect: string(FaultLookupOutage),
+				Detail: fmt.Sprintf("request lookup times out until %.0fs", t.lookupDownUntil.Seconds())})
+		}
+		t.record(Event{Kind: KindCall, Effect: "DescribeRequest", Epoch: c.epoch, Operation: key, By: c.actor, Detail: "timed out"})
+		return nil, false, errLookupTimeout
+	}
+	p, ok := t.lookup(key)
+	return p, ok, nil
 }
 
 // lookup is the provider's own record of a key (its request history).

@@ -106,6 +106,7 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 		w.journal = l
 	}
 	w.dns.longDelay = p.dnsLong
+	w.topo.lookupDownUntil = p.lookupOutage
 	switch p.dropOn {
 	case "promote":
 		w.topo.dropNext = true
@@ -299,6 +300,31 @@ func (wk *worker) afterApply() {
 		wk.expireLease()
 		wk.a.sleep(simLeaseTTL + wk.w.plan.takeoverPause)
 		wk.note("wakes up and continues where it was")
+	}
+}
+
+// beforeCall is where the worker's dispatch of the promotion is claimed
+// (DISPATCHING in the ledger, STARTED in the naive history) and the call
+// has not left for the provider: the killed-after-claim and
+// paused-after-claim faults strike here.
+func (wk *worker) beforeCall() {
+	if !wk.first || wk.failed {
+		return
+	}
+	switch wk.w.plan.workerFault {
+	case FaultKilledAfterClaim:
+		wk.failed = true
+		wk.record(Event{Kind: KindFault, Effect: string(FaultKilledAfterClaim),
+			Detail: "the process dies after its dispatch was claimed, before the call left"})
+		wk.expireLease()
+		wk.a.kill()
+	case FaultPausedAfterClaim:
+		wk.failed = true
+		wk.record(Event{Kind: KindFault, Effect: string(FaultPausedAfterClaim),
+			Detail: "heartbeats stop after the dispatch was claimed, before the call left; the process is paused"})
+		wk.expireLease()
+		wk.a.sleep(simLeaseTTL + wk.w.plan.takeoverPause)
+		wk.note("wakes up and continues where it was: the call to the provider")
 	}
 }
 
