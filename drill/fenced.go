@@ -219,7 +219,7 @@ func (wk *worker) review(l *ledger.Ledger, rec ledger.Record) (ledger.Record, bo
 		wk.a.sleep(commanderLook)
 		ids := w.audit.find("PromoteTarget", rec.Operation)
 		writer, promoting := w.topo.Describe(caller{actor: commander})
-		if len(ids) == 0 || (writer != p.Target && promoting != p.Target) {
+		if !acceptedOn(ids, writer, promoting, p.Target) {
 			wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
 				Detail: fmt.Sprintf("no evidence yet: %d audit event(s) under this id, writer %s, promoting %s", len(ids), writer, orDash(promoting))})
 			continue
@@ -237,6 +237,15 @@ func (wk *worker) review(l *ledger.Ledger, rec ledger.Record) (ledger.Record, bo
 	}
 	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW and the worker stops", rec.Operation)
 	return rec, false
+}
+
+// acceptedOn is the commander's test of the evidence: the audit trail
+// names a request under the operation's id, and the provider's topology
+// shows its target as the writer or being promoted. Either alone is not
+// enough: an audit event corroborates, and a target that is the writer may
+// be an out-of-band promotion's doing.
+func acceptedOn(auditIDs []string, writer, promoting, target string) bool {
+	return len(auditIDs) > 0 && (writer == target || promoting == target)
 }
 
 // approver is who approves an operation's exact digests, and the time it

@@ -147,3 +147,24 @@ func path(t *Trajectory, ops []string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestCommanderEvidence: the commander confirms only when the audit trail
+// and the topology agree.
+func TestCommanderEvidence(t *testing.T) {
+	ids := []string{"rds-req-1"}
+	for _, c := range []struct {
+		ids                       []string
+		writer, promoting, target string
+		want                      bool
+	}{
+		{ids, clusterSecondary, "", clusterSecondary, true},
+		{ids, clusterPrimary, clusterSecondary, clusterSecondary, true},
+		{nil, clusterSecondary, "", clusterSecondary, false},
+		{ids, clusterPrimary, "", clusterSecondary, false},
+		{ids, clusterPrimary, "other", clusterSecondary, false},
+	} {
+		if got := acceptedOn(c.ids, c.writer, c.promoting, c.target); got != c.want {
+			t.Errorf("acceptedOn(%v, %s, %s, %s) = %v, want %v", c.ids, c.writer, c.promoting, c.target, got, c.want)
+		}
+	}
+}
