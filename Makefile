@@ -77,7 +77,7 @@ soak-retention:
 
 # Mutation score (never part of `make test`): each hand-written mutation of
 # internal/mutate/mutations.go applied to a copy of the tree, its tests
-# run, killed / survived reported. About an hour on two cores; MUTATE_FLAGS
+# run, killed / survived reported. About 20 minutes on two cores; MUTATE_FLAGS
 # passes flags, e.g. make mutate MUTATE_FLAGS='-only claim/'. See
 # docs/reliability.md.
 MUTATE_FLAGS ?=

@@ -23,7 +23,7 @@
 // if it is red again when run alone on the mutant; one that then passes is
 // a flake of the shared machine, and is skipped for the rest of that
 // mutation (the report names it). It is never part of
-// `make test`: it runs the tests once per mutation (about an hour on two
+// `make test`: it runs the tests once per mutation (about 20 minutes on two
 // loaded cores for the whole list).
 package main
 
