@@ -3,7 +3,8 @@
 // of a Txn removed, a classification branch dropped or reordered, a
 // comparison flipped, a guard skipped) to a copy of the tree, runs the
 // tests, and reports each mutation killed (a test went red), survived (every
-// test passed) or broken (the mutant did not compile: fix the mutation).
+// test passed) or broken (the mutant did not compile: fix the mutation). It
+// exits 1 if a mutation not marked equivalent survived, 3 if one was broken.
 //
 //	go run ./internal/mutate                 # every mutation; `make mutate`
 //	go run ./internal/mutate -only 'claim'   # mutations whose name matches
@@ -139,11 +140,16 @@ func main() {
 		fmt.Printf("[%d/%d] %-8s %-40s %6.0fs  %s\n", i+1, len(ms), r.outcome, m.Name, r.took.Seconds(), r.by)
 	}
 	report(os.Stdout, results)
+	code := 0
 	for _, r := range results {
-		if r.outcome == Broken {
-			os.Exit(3)
+		switch {
+		case r.outcome == Broken:
+			code = 3
+		case r.outcome == Survived && r.m.Equivalent == "" && code == 0:
+			code = 1 // a gap: a test is missing, or the mutation is equivalent and says not why
 		}
 	}
+	os.Exit(code)
 }
 
 // check verifies every edit's original snippet occurs exactly once.
