@@ -118,6 +118,7 @@ var ratioDefs = []struct {
 	target   float64
 }{
 	{Commit, BareCommit, 0.95},
+	{BareCommitControl, BareCommit, 0},
 	{ClaimRelease, BareClaimRelease, 0.97},
 	{ClaimRelease, Mutex, 1.0},
 	{BareClaimRelease, Mutex, 0},
@@ -154,7 +155,7 @@ func (cfg *Config) check() error {
 		cfg.Variants = Variants
 	}
 	for _, v := range cfg.Variants {
-		if !slices.Contains(Variants, v) {
+		if !slices.Contains(Variants, v) && v != BareCommitControl {
 			return bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
 		}
 	}

@@ -10,6 +10,7 @@
 //	put                 a plain etcd Put: an unprotected write
 //	bare-commit         one etcd Txn of exactly fencedtxn.Commit's shape: the same compares, puts and Else reads
 //	commit              fencedtxn.Commit: the protected write
+//	bare-commit-control bare-commit on another task, run only when asked: its ratio to bare-commit is the run's noise floor
 //	mutex               concurrency.Mutex Lock + Unlock on a reused session
 //	election            concurrency.Election Campaign + Resign on a reused session
 //	bare-claim-release  the claim Txn and the release Txn of leasegate, sent bare

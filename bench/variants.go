@@ -16,14 +16,18 @@ import (
 
 // The variants, in the order they are reported.
 const (
-	Put              = "put"
-	BareCommit       = "bare-commit"
-	Commit           = "commit"
-	Mutex            = "mutex"
-	Election         = "election"
-	BareClaimRelease = "bare-claim-release"
-	ClaimRelease     = "claim-release"
-	LedgerDispatch   = "ledger-dispatch"
+	Put        = "put"
+	BareCommit = "bare-commit"
+	// BareCommitControl is bare-commit again on another task: its ratio
+	// to bare-commit is the noise floor of a run (it would be 1.0 on a
+	// quiet machine).
+	BareCommitControl = "bare-commit-control"
+	Commit            = "commit"
+	Mutex             = "mutex"
+	Election          = "election"
+	BareClaimRelease  = "bare-claim-release"
+	ClaimRelease      = "claim-release"
+	LedgerDispatch    = "ledger-dispatch"
 	// BareClaimReleaseNoFence is the bare pair without the fence put: not
 	// a protocol leasegate could use (see docs/performance.md), it
 	// measures what the second key of a claim costs.
@@ -55,10 +59,8 @@ type worker struct {
 
 	commitG    coordinator.Grant
 	commitVer  int64
-	bareG      coordinator.Grant
-	bareVer    int64
-	bareGuard  []clientv3.Cmp
-	bareReads  []clientv3.Op
+	bare       bareTask // bare-commit's task
+	control    bareTask // bare-commit-control's: the same Txn on another task
 	bareState  string
 	bareOpRec  string
 	seq        int
@@ -84,20 +86,26 @@ func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger
 	if w.commitG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("commit-%d", id)); err != nil {
 		return nil, err
 	}
-	if w.bareG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("bare-commit-%d", id)); err != nil {
-		return nil, err
+	for _, b := range []struct {
+		t    *bareTask
+		task string
+	}{{&w.bare, "bare-commit"}, {&w.control, "bare-control"}} {
+		if b.t.g, err = w.s.Claim(ctx, tenant, fmt.Sprintf("%s-%d", b.task, id)); err != nil {
+			return nil, err
+		}
+		b.t.guard, b.t.reads = c.Guard(b.t.g), c.GuardReads(b.t.g)
 	}
 	if w.ledgerG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("ledger-%d", id)); err != nil {
 		return nil, err
 	}
 	// The bare variants build what leasegate builds, once: the guard of
 	// the grant, the record values of the same size.
-	w.bareGuard, w.bareReads = c.Guard(w.bareG), c.GuardReads(w.bareG)
-	receipt, _ := json.Marshal(fencedtxn.Receipt{Disposition: coordinator.Committed, Tenant: tenant, Task: w.bareG.Task,
-		Operation: "op-000001", CommittedVersion: 1, Epoch: w.bareG.Epoch})
-	opRec, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: fencedtxn.Digest(fencedtxn.Intent{Tenant: tenant, Task: w.bareG.Task,
-		Operation: "op-000001", Value: benchValue}), Receipt: receipt, Epoch: w.bareG.Epoch, Owner: w.bareG.Owner})
-	state, _ := json.Marshal(coordinator.StateRecord{Version: 1, Value: benchValue, Operation: "op-000001", Epoch: w.bareG.Epoch})
+	bg := w.bare.g
+	receipt, _ := json.Marshal(fencedtxn.Receipt{Disposition: coordinator.Committed, Tenant: tenant, Task: bg.Task,
+		Operation: "op-000001", CommittedVersion: 1, Epoch: bg.Epoch})
+	opRec, _ := json.Marshal(coordinator.OpRecord{PayloadDigest: fencedtxn.Digest(fencedtxn.Intent{Tenant: tenant, Task: bg.Task,
+		Operation: "op-000001", Value: benchValue}), Receipt: receipt, Epoch: bg.Epoch, Owner: bg.Owner})
+	state, _ := json.Marshal(coordinator.StateRecord{Version: 1, Value: benchValue, Operation: "op-000001", Epoch: bg.Epoch})
 	w.bareOpRec, w.bareState = string(opRec), string(state)
 	fence, _ := json.Marshal(coordinator.FenceRecord{Owner: w.s.Owner(), Lease: w.s.Lease()})
 	w.fenceValue = string(fence)
@@ -122,7 +130,9 @@ func (w *worker) op(ctx context.Context, v string) error {
 		_, err := w.client.Put(ctx, w.putKey, w.bareState)
 		return err
 	case BareCommit:
-		return w.bareCommit(ctx)
+		return w.bareCommit(ctx, &w.bare)
+	case BareCommitControl:
+		return w.bareCommit(ctx, &w.control)
 	case Commit:
 		_, err := fencedtxn.Commit(ctx, w.c, w.commitG, fencedtxn.Intent{Tenant: tenant, Task: w.commitG.Task,
 			Operation: fmt.Sprintf("op-%06d", w.seq), Value: benchValue, ExpectedVersion: w.commitVer})
@@ -157,14 +167,22 @@ func (w *worker) op(ctx context.Context, v string) error {
 }
 
 // bareCommit is fencedtxn.Commit's Txn with nothing around it.
-func (w *worker) bareCommit(ctx context.Context) error {
+// bareTask is a task the bare commit writes to, with its guard built once.
+type bareTask struct {
+	g     coordinator.Grant
+	ver   int64
+	guard []clientv3.Cmp
+	reads []clientv3.Op
+}
+
+func (w *worker) bareCommit(ctx context.Context, b *bareTask) error {
 	k := w.c.Keys()
-	g := w.bareG
+	g := b.g
 	stateKey, opKey := k.State(g.Tenant, g.Task), k.Op(g.Tenant, g.Task, fmt.Sprintf("op-%06d", w.seq))
-	cmps := append(w.bareGuard[:len(w.bareGuard):len(w.bareGuard)],
+	cmps := append(b.guard[:len(b.guard):len(b.guard)],
 		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
-		clientv3.Compare(clientv3.Version(stateKey), "=", w.bareVer))
-	els := append(w.bareReads[:len(w.bareReads):len(w.bareReads)], clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
+		clientv3.Compare(clientv3.Version(stateKey), "=", b.ver))
+	els := append(b.reads[:len(b.reads):len(b.reads)], clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
 	resp, err := w.client.Txn(ctx).If(cmps...).
 		Then(clientv3.OpPut(stateKey, w.bareState), clientv3.OpPut(opKey, w.bareOpRec)).
 		Else(els...).Commit()
@@ -174,7 +192,7 @@ func (w *worker) bareCommit(ctx context.Context) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("bare commit refused")
 	}
-	w.bareVer++
+	b.ver++
 	return nil
 }
 
