@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -286,6 +287,15 @@ func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel
 	case <-ready:
 	case r := <-out:
 		return 0, 0, fmt.Errorf("contender returned before the holder died: %v", r.err)
+	}
+	if who == Poll {
+		// The holder dies at a random moment of the poller's cycle, not
+		// just after a poll (its worst case).
+		select {
+		case <-time.After(rand.N(tk.cfg.PollInterval)):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
 	}
 
 	died := time.Now()
