@@ -134,9 +134,16 @@ func Start(dir string, opts ...Option) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	return retryAddrInUse(dir, func(dir string) (*Cluster, error) { return start(dir, cfg) })
+}
+
+// retryAddrInUse runs f in a fresh subdirectory of dir until it does not
+// fail with "address already in use": a port picked free can be taken by
+// another process before etcd binds it.
+func retryAddrInUse(dir string, f func(dir string) (*Cluster, error)) (*Cluster, error) {
 	var lastErr error
 	for try := 0; try < startTries; try++ {
-		c, err := start(fmt.Sprintf("%s/try%d", dir, try), cfg)
+		c, err := f(fmt.Sprintf("%s/try%d", dir, try))
 		if err == nil {
 			return c, nil
 		}

@@ -59,19 +59,7 @@ func Restore(dir, snapshotPath string, ro RestoreOptions, opts ...Option) (*Clus
 	if ro.As != nil {
 		return restore(dir, snapshotPath, ro, cfg) // its addresses are the old member's: nothing to pick again
 	}
-	// As Start: a port picked free can be taken before etcd binds it.
-	var lastErr error
-	for try := 0; try < startTries; try++ {
-		c, err := restore(fmt.Sprintf("%s/try%d", dir, try), snapshotPath, ro, cfg)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if !isAddrInUse(err) {
-			break
-		}
-	}
-	return nil, lastErr
+	return retryAddrInUse(dir, func(dir string) (*Cluster, error) { return restore(dir, snapshotPath, ro, cfg) })
 }
 
 func restore(dir, snapshotPath string, ro RestoreOptions, cfg config) (*Cluster, error) {
