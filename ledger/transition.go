@@ -125,10 +125,14 @@ func (l *Ledger) apply(ctx context.Context, g coordinator.Grant, rec Record, ch 
 	return out, err
 }
 
-func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+// build is a transition's Txn and the record it writes, without I/O: the
+// table's check, the new record and its journal entry, and the compares —
+// the grant's Guard and the record's ModRevision (CreateRevision 0 to
+// create).
+func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (coordinator.TxnRequest, Record, error) {
 	op := string(ch.by)
 	if !Allowed(rec.State, ch.to, ch.by) {
-		return rec, l.illegal(op, g, rec, ch.to, "")
+		return coordinator.TxnRequest{}, rec, l.illegal(op, g, rec, ch.to, "")
 	}
 	k := l.c.Keys()
 	key := k.Effect(g.Tenant, g.Task, rec.Operation)
@@ -148,23 +152,32 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 		Evidence: ch.evidence, Approver: ch.approver, At: l.now().UTC()}
 	recValue, err := json.Marshal(next)
 	if err != nil {
-		return rec, coordinator.Invalid(op, "record: %v", err)
+		return coordinator.TxnRequest{}, rec, coordinator.Invalid(op, "record: %v", err)
 	}
 	entryValue, err := json.Marshal(entry)
 	if err != nil {
-		return rec, coordinator.Invalid(op, "journal entry: %v", err)
+		return coordinator.TxnRequest{}, rec, coordinator.Invalid(op, "journal entry: %v", err)
 	}
 	recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)
 	if rec.State == "" {
 		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}
-	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
+	return coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
 		If: append(l.c.Guard(g), recCmp),
 		Then: []clientv3.Op{
 			clientv3.OpPut(key, string(recValue)),
 			clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
 		},
-		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))})
+		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))}, next, nil
+}
+
+func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+	op := string(ch.by)
+	req, next, err := l.build(g, rec, ch)
+	if err != nil {
+		return rec, err
+	}
+	resp, err := l.c.Txn(ctx, req)
 	if err != nil {
 		return rec, err
 	}
