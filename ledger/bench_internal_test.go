@@ -22,7 +22,7 @@ func BenchmarkTransitionBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	rec := Record{Tenant: g.Tenant, Task: g.Task, Operation: "promote-db-2026-11-30", State: Authorized,
-		Effect: Effect{Kind: "db.promote", Target: "cluster-b", Params: json.RawMessage(`{"max_loss_s":5}`), Policy: "v3"},
+		Effect:       Effect{Kind: "db.promote", Target: "cluster-b", Params: json.RawMessage(`{"max_loss_s":5}`), Policy: "v3"},
 		ParamsDigest: "sha256:0f", Precondition: Observation{Digest: "sha256:1e", At: time.Unix(1e9, 0)},
 		ProposedEpoch: g.Epoch, Seq: 2, Revision: g.Epoch + 2}
 	ch := change{to: Dispatching, by: StepDispatch, reason: "dispatch claimed"}
