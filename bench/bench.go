@@ -159,16 +159,27 @@ func (cfg *Config) check() error {
 			return bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
 		}
 	}
-	if err := cfg.Etcd.check(); err != nil {
+	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
+}
+
+// shared checks which etcd a bench command measures and fills the prefix
+// and logger every bench command has.
+func shared(e Etcd, prefix *string, lg **zap.Logger) error {
+	if err := e.check(); err != nil {
 		return err
 	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = freshPrefix()
+	if *prefix == "" {
+		*prefix = freshPrefix()
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
+	if *lg == nil {
+		*lg = zap.NewNop()
 	}
 	return nil
+}
+
+// newMachine describes this machine at the start of a run.
+func newMachine() Machine {
+	return Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}
 }
 
 func freshPrefix() string { return "/leasegate-bench-" + uuid.NewString()[:8] }
@@ -276,7 +287,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer tg.close()
 	rep := &Report{Etcd: tg.etcd, Fsync: tg.fsync, Rounds: cfg.Rounds, Paired: cfg.Paired, CellMs: cfg.Duration.Milliseconds(),
 		Workers: cfg.Workers, Variants: cfg.Variants,
-		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
+		Machine: newMachine()}
 
 	opts := []coordinator.Option{coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(cfg.Logger)}
 	if cfg.Registerer != nil {

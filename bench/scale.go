@@ -103,16 +103,7 @@ func (cfg *ScaleConfig) check() error {
 	if cfg.PerLock == 0 {
 		cfg.PerLock = slices.Max(cfg.Sizes)
 	}
-	if err := cfg.Etcd.check(); err != nil {
-		return err
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = freshPrefix()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	return nil
+	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
 }
 
 // Scale measures one session holding each of cfg.Sizes grants — claim
@@ -130,7 +121,7 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 	defer tg.close()
 	defer cleanup(tg.client, cfg.Prefix)
 	rep := &ScaleReport{Etcd: tg.etcd, Fsync: tg.fsync, TTLMs: cfg.TTL.Milliseconds(), Workers: cfg.Workers,
-		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
+		Machine: newMachine()}
 	steps, done := 3*len(cfg.Sizes), 0
 	if cfg.PerLock > 0 {
 		steps++

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -129,16 +128,7 @@ func (cfg *TakeoverConfig) check() error {
 			return bad("unknown contender %q; the contenders are %s", c, strings.Join(Contenders, ", "))
 		}
 	}
-	if err := cfg.Etcd.check(); err != nil {
-		return err
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = freshPrefix()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	return nil
+	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
 }
 
 // Takeover measures how fast a successor completes its first protected
@@ -155,7 +145,7 @@ func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) 
 	defer tg.close()
 	defer cleanup(tg.client, cfg.Prefix)
 	rep := &TakeoverReport{Etcd: tg.etcd, Fsync: tg.fsync, TTLMs: cfg.TTL.Milliseconds(), PollMs: cfg.PollInterval.Milliseconds(),
-		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAvg()}}
+		Machine: newMachine()}
 
 	// The contenders' coordinator signals when Acquire is waiting.
 	waiting := make(chan struct{}, 1)
