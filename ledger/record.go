@@ -42,14 +42,19 @@ func ParseState(s string) (State, error) {
 	return "", fmt.Errorf("unknown state %q: one of %v", s, States)
 }
 
-// Terminal reports whether no transition leaves s.
+// Terminal reports whether s is one of the ledger's states and no
+// transition leaves it. A state the ledger does not know (a record edited
+// by hand) is not terminal: it must never read as settled.
 func (s State) Terminal() bool {
+	if _, err := ParseState(string(s)); err != nil {
+		return false
+	}
 	for _, t := range table {
 		if t.From == s {
 			return false
 		}
 	}
-	return s != ""
+	return true
 }
 
 // Effect is what an operation does at a provider: its kind (which adapter),

@@ -71,6 +71,11 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 	if fmt.Sprint(terminal) != fmt.Sprint([]State{Confirmed, Failed, Superseded, Rejected}) {
 		t.Fatalf("terminal states %v", terminal)
 	}
+	for _, st := range []State{"", "DONE", "confirmed"} { // none of the ledger's: never settled
+		if st.Terminal() {
+			t.Fatalf("state %q is terminal", st)
+		}
+	}
 	if legal != len(table) {
 		t.Fatalf("%d legal (from, to, step) triples, table has %d edges (a duplicate?)", legal, len(table))
 	}
