@@ -182,35 +182,12 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 
 	before := heap()
 	grants := make([]coordinator.Grant, n)
-	var next atomic.Int64
-	var firstErr error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				g, err := s.Claim(ctx, name, fmt.Sprintf("task-%07d", i))
-				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					next.Store(int64(n)) // stop everyone
-					return
-				}
-				grants[i] = g
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	if err := parallel(n, cfg.Workers, func(i int) (err error) {
+		grants[i], err = s.Claim(ctx, name, fmt.Sprintf("task-%07d", i))
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	sz.ClaimsPerSec = round3(float64(n) / time.Since(start).Seconds())
 	sz.HeapPerGrantB = round3(float64(int64(heap())-int64(before)) / float64(n))
@@ -277,49 +254,26 @@ func perLockExpiry(ctx context.Context, cfg ScaleConfig, tg *target) (*MassExpir
 	defer w.stop()
 	expires := make(map[string]time.Time, n)
 	var mu sync.Mutex
-	var next atomic.Int64
-	var firstErr error
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				key := fmt.Sprintf("%s%07d", prefix, i)
-				sent := time.Now()
-				l, err := tg.client.Grant(ctx, int64(cfg.PerLockTTL/time.Second))
-				if err == nil {
-					_, err = tg.client.Put(ctx, key, "holder", clientv3.WithLease(l.ID))
-				}
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				expires[key] = sent.Add(cfg.PerLockTTL)
-				mu.Unlock()
-				if err != nil {
-					next.Store(int64(n))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	if err := parallel(n, cfg.Workers, func(i int) error {
+		key := fmt.Sprintf("%s%07d", prefix, i)
+		sent := time.Now()
+		l, err := tg.client.Grant(ctx, int64(cfg.PerLockTTL/time.Second))
+		if err == nil {
+			_, err = tg.client.Put(ctx, key, "holder", clientv3.WithLease(l.ID))
+		}
+		mu.Lock()
+		expires[key] = sent.Add(cfg.PerLockTTL)
+		mu.Unlock()
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	setup := time.Since(start)
 	deleted, err := w.wait(ctx, n, cfg.PerLockTTL+time.Minute+time.Duration(n)*5*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	ex := lagOf(deleted, func(k string) time.Time { return expires[k] })
 	ex.Leases, ex.SetupS = n, round3(setup.Seconds())
 	return &ex, nil
@@ -423,4 +377,32 @@ func counter(reg *prometheus.Registry, name, label, value string) float64 {
 		return sum
 	}
 	return 0
+}
+
+// parallel runs f(i) for every i in [0, n) on workers goroutines and
+// returns the first error; after an error no new i is started.
+func parallel(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(n)) // stop everyone
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
