@@ -32,12 +32,10 @@ func TestSeedFixture(t *testing.T) {
 
 	t.Run("expired owner refused before any regrant", func(t *testing.T) {
 		lgtest.WaitOwnerGone(t, c, "tenant-a", "task-a")
-		before := lgtest.Snap(t, c.Client(), prefix)
-		_, err := fencedtxn.Commit(ctx, c, old, intent)
-		lgtest.Want(t, err, coordinator.ExpiredOwner)
-		if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
-			t.Fatalf("refused commit wrote:\n%s", d)
-		}
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.ExpiredOwner, func() error {
+			_, err := fencedtxn.Commit(ctx, c, old, intent)
+			return err
+		})
 	})
 	t.Run("renewal cannot revive an expired grant", func(t *testing.T) {
 		lgtest.Want(t, c.Renew(ctx, old), coordinator.ExpiredOwner)

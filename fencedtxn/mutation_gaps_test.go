@@ -21,15 +21,6 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 	c := lgtest.Coordinator(t, cl)
 	ctx := lgtest.Ctx(t)
 	prefix := c.Keys().Prefix()
-	refusedWritingNothing := func(t *testing.T, g coordinator.Grant, in fencedtxn.Intent, want coordinator.Disposition) {
-		t.Helper()
-		before := lgtest.Snap(t, c.Client(), prefix)
-		_, err := fencedtxn.Commit(ctx, c, g, in)
-		lgtest.Want(t, err, want)
-		if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
-			t.Fatalf("refused commit wrote:\n%s", d)
-		}
-	}
 
 	t.Run("the same session re-claims and releases: its first grant is stale, not expired", func(t *testing.T) {
 		// Fence record and owner identity match the first grant; only the
@@ -44,8 +35,8 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := fencedtxn.Intent{Tenant: "t", Task: "reclaimed", Operation: "op"}
-		refusedWritingNothing(t, first, in, coordinator.StaleOwner)
-		refusedWritingNothing(t, second, in, coordinator.ExpiredOwner)
+		refusedCommit(t, ctx, c, first, in, coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, second, in, coordinator.ExpiredOwner)
 	})
 
 	t.Run("an impostor of a released grant's epoch is stale, not expired", func(t *testing.T) {
@@ -61,9 +52,9 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 		otherOwner, otherLease := g, g
 		otherOwner.Owner = "impostor"
 		otherLease.Lease = lgtest.Session(t, c, "worker", 10*time.Second).Lease()
-		refusedWritingNothing(t, otherOwner, in, coordinator.StaleOwner)
-		refusedWritingNothing(t, otherLease, in, coordinator.StaleOwner)
-		refusedWritingNothing(t, g, in, coordinator.ExpiredOwner)
+		refusedCommit(t, ctx, c, otherOwner, in, coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, otherLease, in, coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, g, in, coordinator.ExpiredOwner)
 	})
 
 	t.Run("caller ops inside leasegate's prefix are invalid input, nothing written", func(t *testing.T) {
@@ -77,12 +68,10 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 			clientv3.OpDelete(c.Keys().Owner("t", "victim")),
 			clientv3.OpPut(c.Keys().Realm(), "another-realm"),
 		} {
-			before := lgtest.Snap(t, c.Client(), prefix)
-			_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
-			lgtest.Want(t, err, coordinator.InvalidInput)
-			if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
-				t.Fatalf("refused commit wrote:\n%s", d)
-			}
+			lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.InvalidInput, func() error {
+				_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
+				return err
+			})
 		}
 		if own, err := c.Owner(ctx, "t", "victim"); err != nil || own.Epoch != victim.Epoch || !own.Owned() {
 			t.Fatalf("victim after the refused commits: %+v %v", own, err)

@@ -1,6 +1,7 @@
 package fencedtxn_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,6 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 	cl := embedtest.NewCluster(t)
 	c := lgtest.Coordinator(t, cl)
 	ctx := lgtest.Ctx(t)
-	prefix := c.Keys().Prefix()
 	intent := func(task, op, value string, expected int64) fencedtxn.Intent {
 		return fencedtxn.Intent{Tenant: "t", Task: task, Operation: op, Value: []byte(value), ExpectedVersion: expected}
 	}
@@ -31,17 +31,6 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 		t.Helper()
 		if _, err := fencedtxn.Commit(ctx, c, g, in); err != nil {
 			t.Fatalf("commit %s: %v", in.Operation, err)
-		}
-	}
-	// refusedWritingNothing runs a commit that must be refused with want and
-	// leave the keyspace byte for byte unchanged.
-	refusedWritingNothing := func(t *testing.T, g coordinator.Grant, in fencedtxn.Intent, want coordinator.Disposition) {
-		t.Helper()
-		before := lgtest.Snap(t, c.Client(), prefix)
-		_, err := fencedtxn.Commit(ctx, c, g, in)
-		lgtest.Want(t, err, want)
-		if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
-			t.Fatalf("refused commit wrote:\n%s", d)
 		}
 	}
 
@@ -75,7 +64,7 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 	t.Run("a committed operation id reused with a new payload at the current version", func(t *testing.T) {
 		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "reused")
 		commit(t, c, g, intent("reused", "op", "first", 0))
-		refusedWritingNothing(t, g, intent("reused", "op", "second", 1), coordinator.OperationConflict)
+		refusedCommit(t, ctx, c, g, intent("reused", "op", "second", 1), coordinator.OperationConflict)
 	})
 
 	t.Run("a stale owner retrying its own committed operation", func(t *testing.T) {
@@ -87,7 +76,7 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 			t.Fatal(err)
 		}
 		lgtest.Claim(t, lgtest.Session(t, c, "b", 10*time.Second), "t", "retried")
-		refusedWritingNothing(t, ga, in, coordinator.StaleOwner) // not historical_retry: receipts go to the current owner only
+		refusedCommit(t, ctx, c, ga, in, coordinator.StaleOwner) // not historical_retry: receipts go to the current owner only
 	})
 
 	t.Run("A superseded by B, B releases: A is stale, not expired", func(t *testing.T) {
@@ -100,7 +89,7 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 		if err := c.Release(ctx, gb); err != nil {
 			t.Fatal(err)
 		}
-		refusedWritingNothing(t, ga, intent("superseded", "op", "v", 0), coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, ga, intent("superseded", "op", "v", 0), coordinator.StaleOwner)
 		lgtest.Want(t, c.Release(ctx, ga), coordinator.StaleOwner)
 	})
 
@@ -129,7 +118,7 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 		if _, err := c.Client().Delete(ctx, c.Keys().Fence("t", "fence-deleted")); err != nil {
 			t.Fatal(err)
 		}
-		refusedWritingNothing(t, g, intent("fence-deleted", "op", "v", 0), coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, g, intent("fence-deleted", "op", "v", 0), coordinator.StaleOwner)
 	})
 
 	t.Run("the owner key rewritten with the same label and lease behind leasegate's back", func(t *testing.T) {
@@ -137,7 +126,7 @@ func TestRefusalsTheSuiteMissed(t *testing.T) {
 		if _, err := c.Client().Put(ctx, c.Keys().Owner("t", "owner-rewritten"), g.Owner, clientv3.WithLease(clientv3.LeaseID(g.Lease))); err != nil {
 			t.Fatal(err)
 		}
-		refusedWritingNothing(t, g, intent("owner-rewritten", "op", "v", 0), coordinator.StaleOwner)
+		refusedCommit(t, ctx, c, g, intent("owner-rewritten", "op", "v", 0), coordinator.StaleOwner)
 	})
 }
 
@@ -162,4 +151,14 @@ func TestEveryAttemptDeadlineExceededIsOutcomeUnknown(t *testing.T) {
 	if err != nil || r.Disposition != coordinator.HistoricalRetry {
 		t.Fatalf("retry: %+v %v; want historical_retry (the first attempt applied)", r, err)
 	}
+}
+
+// refusedCommit runs a commit that must be refused with want and leave
+// the keyspace byte for byte unchanged.
+func refusedCommit(t *testing.T, ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant, in fencedtxn.Intent, want coordinator.Disposition) {
+	t.Helper()
+	lgtest.RefusedWritingNothing(t, c.Client(), c.Keys().Prefix(), want, func() error {
+		_, err := fencedtxn.Commit(ctx, c, g, in)
+		return err
+	})
 }

@@ -149,6 +149,17 @@ func WaitDisconnected(t testing.TB, cli *clientv3.Client) {
 	}
 }
 
+// RefusedWritingNothing runs f, which must fail with want, and fails t if
+// anything under prefix changed meanwhile: a refusal writes nothing.
+func RefusedWritingNothing(t testing.TB, cli *clientv3.Client, prefix string, want coordinator.Disposition, f func() error) {
+	t.Helper()
+	before := Snap(t, cli, prefix)
+	Want(t, f(), want)
+	if d := before.Diff(Snap(t, cli, prefix)); d != "" {
+		t.Fatalf("refused with %s, yet it wrote:\n%s", want, d)
+	}
+}
+
 // Want fails the test unless err's disposition is want.
 func Want(t testing.TB, err error, want coordinator.Disposition) {
 	t.Helper()
