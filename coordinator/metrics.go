@@ -128,10 +128,7 @@ func (m *Metrics) Outcome(operation string, d Disposition) {
 	if m == nil {
 		return
 	}
-	if d == "" {
-		d = "unknown"
-	}
-	m.outcomes.WithLabelValues(operation, string(d)).Inc()
+	m.outcomes.WithLabelValues(operation, dispositionLabel(d)).Inc()
 }
 
 // outcome counts a request that succeeds with done.
@@ -145,16 +142,22 @@ func (m *Metrics) outcome(operation string, done Disposition, err error) {
 	m.Outcome(operation, done)
 }
 
+// dispositionLabel is d as a label value: "unknown" for the zero value,
+// which means "don't know".
+func dispositionLabel(d Disposition) string {
+	if d == "" {
+		return "unknown"
+	}
+	return string(d)
+}
+
 // LedgerTransition counts one ledger transition towards state with its
 // disposition (illegal_transition, stale_owner, …, or the done one).
 func (m *Metrics) LedgerTransition(state string, d Disposition) {
 	if m == nil {
 		return
 	}
-	if d == "" {
-		d = "unknown"
-	}
-	m.transitions.WithLabelValues(state, string(d)).Inc()
+	m.transitions.WithLabelValues(state, dispositionLabel(d)).Inc()
 }
 
 // LedgerRecords sets the number of ledger records in state, as the ledger
