@@ -23,7 +23,7 @@ func TestExitCodeOfEveryDisposition(t *testing.T) {
 		coordinator.ClassDenied:         cli.ExitDenied,
 		coordinator.ClassNotFound:       cli.ExitNotFound,
 	}
-	for _, d := range coordinator.Dispositions {
+	for _, d := range coordinator.Dispositions() {
 		if d.Class() == coordinator.ClassDone {
 			continue // done is a nil error
 		}

@@ -18,9 +18,8 @@ const (
 )
 
 // ok is the disposition of a command that reads or administers rather than
-// acting under a grant (status, list, watch, lease revoke, realm, etcd):
-// the table of dispositions has no name for "done" outside the protocol.
-const ok coordinator.Disposition = "ok"
+// acting under a grant (status, list, watch, lease revoke, realm, etcd).
+const ok = coordinator.OK
 
 // printer writes results to the app's writer: one JSON object per line
 // with a "disposition" field, or a table for people.

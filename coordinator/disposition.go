@@ -6,13 +6,18 @@ import (
 	"strings"
 )
 
-// Disposition names the outcome of a leasegate request. The zero value ""
-// means "don't know" and never reads as success.
+// Disposition names the outcome of a leasegate request. The zero value
+// means "don't know" and never reads as success: success has a name (OK,
+// or the done disposition of the request).
 type Disposition string
 
 // Every disposition of the table in docs/design.md ("Dispositions and the
 // hold").
 const (
+	// OK: the request succeeded. It is DispositionOf(nil), and the
+	// disposition of a command that reads or administers rather than acting
+	// under a grant (status, list, watch, realm, gc).
+	OK              Disposition = "ok"
 	Granted         Disposition = "granted"
 	Renewed         Disposition = "renewed"
 	Released        Disposition = "released"
@@ -47,14 +52,18 @@ const (
 	NoSpace Disposition = "no_space"
 )
 
-// Dispositions lists every disposition, done ones first.
-var Dispositions = []Disposition{
-	Granted, Renewed, Released, Committed, HistoricalRetry,
+// dispositions is every disposition, done ones first.
+var dispositions = []Disposition{
+	OK, Granted, Renewed, Released, Committed, HistoricalRetry,
 	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
 	IllegalTransition,
 	InvalidInput, AuthorityUnavailable, NoSpace, OutcomeUnknown,
 	PermissionDenied, NoKeyspace,
 }
+
+// Dispositions lists every disposition, done ones first. It returns a new
+// slice each time: the caller may keep or change it.
+func Dispositions() []Disposition { return append([]Disposition(nil), dispositions...) }
 
 // Class groups dispositions by what the caller should do.
 type Class int
@@ -75,7 +84,7 @@ const (
 // Class says whether d is done, refused, invalid, a hold or unknown.
 func (d Disposition) Class() Class {
 	switch d {
-	case Granted, Renewed, Released, Committed, HistoricalRetry:
+	case OK, Granted, Renewed, Released, Committed, HistoricalRetry:
 		return ClassDone
 	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
 		IllegalTransition:
@@ -208,18 +217,18 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// DispositionOf names the outcome err stands for: "" for nil. An error that
+// DispositionOf names the outcome err stands for: OK for nil. An error that
 // is none of the packages' own is outcome_unknown: never a guess of success
 // or of denial.
 func DispositionOf(err error) Disposition {
 	if err == nil {
-		return ""
+		return OK
 	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Disposition
 	}
-	for _, d := range Dispositions { // in the table's order, so the answer is stable
+	for _, d := range dispositions { // in the table's order, so the answer is stable
 		if s, ok := sentinels[d]; ok && errors.Is(err, s) {
 			return d
 		}

@@ -142,10 +142,11 @@ func (m *Metrics) outcome(operation string, done Disposition, err error) {
 	m.Outcome(operation, done)
 }
 
-// dispositionLabel is d as a label value: "unknown" for the zero value,
-// which means "don't know".
+// dispositionLabel is d as a label value: "unknown" for a disposition of no
+// class (the zero value, which means "don't know", or a name the table does
+// not have), so the label's values stay the table's.
 func dispositionLabel(d Disposition) string {
-	if d == "" {
+	if d.Class() == ClassUnknown {
 		return "unknown"
 	}
 	return string(d)

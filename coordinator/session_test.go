@@ -114,8 +114,8 @@ func TestSessionEnds(t *testing.T) {
 
 func TestDispositionOf(t *testing.T) {
 	t.Parallel()
-	if d := coordinator.DispositionOf(nil); d != "" {
-		t.Fatalf("nil: %q", d)
+	if d := coordinator.DispositionOf(nil); d != coordinator.OK || d.Class() != coordinator.ClassDone {
+		t.Fatalf("nil: %q, want ok (done)", d)
 	}
 	if d := coordinator.DispositionOf(errors.New("something else")); d != coordinator.OutcomeUnknown {
 		t.Fatalf("foreign error: %q, want outcome_unknown", d)
@@ -126,7 +126,12 @@ func TestDispositionOf(t *testing.T) {
 	if coordinator.DispositionOf(wrapped) != coordinator.StaleOwner || !errors.Is(wrapped, coordinator.ErrStaleOwner) || !errors.Is(wrapped, cause) {
 		t.Fatalf("wrapped error lost its disposition or cause: %v", wrapped)
 	}
-	for _, d := range coordinator.Dispositions {
+	all := coordinator.Dispositions()
+	all[0] = "changed"
+	if coordinator.Dispositions()[0] != coordinator.OK {
+		t.Fatal("Dispositions() shares its slice with the caller")
+	}
+	for _, d := range coordinator.Dispositions() {
 		if d.Class() == coordinator.ClassUnknown {
 			t.Fatalf("%s has no class", d)
 		}

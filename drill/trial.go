@@ -232,7 +232,7 @@ func (wk *worker) acquire() bool {
 	for retry := claimRetry; ; retry = min(2*retry, claimRetryMax) {
 		g, err := wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task)
 		switch coordinator.DispositionOf(err) {
-		case "":
+		case coordinator.OK:
 			wk.grant = g
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
 			return true

@@ -51,7 +51,7 @@ func Example() {
 	for range 2 {
 		r, err := fencedtxn.Commit(ctx, c, g, intent, fencedtxn.WithSession(s))
 		switch coordinator.DispositionOf(err) {
-		case "":
+		case coordinator.OK:
 			fmt.Println(r.Disposition, "version", r.CommittedVersion)
 		case coordinator.StaleOwner, coordinator.ExpiredOwner:
 			fmt.Println("stop acting for this task:", err)
