@@ -39,7 +39,7 @@ func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, 
 	var out []Record
 	for _, rec := range recs {
 		if rec.State == Dispatching && rec.Epoch < g.Epoch {
-			rec, err = l.apply(ctx, g, rec, change{to: Unknown, by: StepReconcile,
+			rec, err = l.transition(ctx, g, rec, change{to: Unknown, by: StepReconcile,
 				reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; the task has a new owner", rec.Epoch, rec.Owner)})
 			if err != nil {
 				return append(out, rec), err
@@ -89,7 +89,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			continue
 		case outcome == Applied:
 			l.c.Metrics().ReconcilerAction("confirmed")
-			return l.apply(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
+			return l.transition(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
 				reason: "provider's authority shows it applied", evidence: l.stamped(ev)})
 		case outcome == NotApplied:
 			return l.notApplied(ctx, g, ad, rec, ev)
@@ -106,7 +106,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 		reason += ": " + lastDetail
 	}
 	l.c.Metrics().ReconcilerAction("manual_review")
-	return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
+	return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
 }
 
 // notApplied moves an UNKNOWN record the provider says never applied.
@@ -121,57 +121,21 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	switch {
 	case !c.RetrySafe:
 		m.ReconcilerAction("manual_review")
-		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
+		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: "provider shows it not applied, but its contract does not make a retry under the same id safe"})
 	case c.Retention <= 0 || rec.DispatchedAt.IsZero() || age >= c.Retention:
 		m.ReconcilerAction("manual_review")
-		return l.apply(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
+		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
 	}
 	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
 		m.ReconcilerAction("superseded")
-		return l.apply(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
+		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", short(rec.Precondition.Digest), short(now.Digest))})
 	}
 	m.ReconcilerAction("retried")
-	return l.apply(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
+	return l.transition(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
-}
-
-// Resolve is an operator's decision on a MANUAL_REVIEW record, and only on
-// one: to CONFIRMED or FAILED (with the provider's evidence), SUPERSEDED or
-// REJECTED. It is journaled with who approved it and why — a separately
-// authorized action under the task's grant, never a silent bypass.
-func (l *Ledger) Resolve(ctx context.Context, g coordinator.Grant, operation string, to State, ev Evidence, approver, why string) (Record, error) {
-	const op = "resolve"
-	if err := l.checkGrantOp(op, g, operation); err != nil {
-		return Record{}, err
-	}
-	if err := coordinator.CheckLabel("approver", approver); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
-	}
-	if err := checkText("why", why, true); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
-	}
-	if _, err := ParseState(string(to)); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
-	}
-	if err := checkEvidence(ev); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
-	}
-	if (to == Confirmed || to == Failed) && ev.Empty() {
-		return Record{}, coordinator.Invalid(op, "%s needs the provider's evidence (ids or detail)", to)
-	}
-	rec, err := l.read(ctx, op, g, operation)
-	if err != nil {
-		return rec, err
-	}
-	var evp *Evidence
-	if !ev.Empty() {
-		evp = l.stamped(ev)
-	}
-	return l.applyOnce(ctx, g, rec, change{to: to, by: StepResolve, evidence: evp, approver: approver,
-		reason: truncate(fmt.Sprintf("resolved by %s: %s", approver, why))})
 }
 
 // fencedList reads every record of g's task in a Txn guarded by g.

@@ -109,22 +109,6 @@ type change struct {
 	mutate   func(r *Record) // further fields of the new record
 }
 
-// apply moves rec (as read, at rec.Revision; or Revision 0 and State "" to
-// create it) by ch in one fenced Txn: the grant's Guard, the record's
-// ModRevision (CreateRevision 0 for a new one), then the new record and its
-// journal entry. A transition the table forbids is refused before any I/O.
-func (l *Ledger) apply(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
-	out, err := l.transition(ctx, g, rec, ch)
-	if !errors.Is(err, errExists) {
-		d := coordinator.DispositionOf(err)
-		if err == nil {
-			d = coordinator.Committed
-		}
-		l.c.Metrics().LedgerTransition(string(ch.to), d)
-	}
-	return out, err
-}
-
 // build is a transition's Txn and the record it writes, without I/O: the
 // table's check, the new record and its journal entry, and the compares —
 // the grant's Guard and the record's ModRevision (CreateRevision 0 to
@@ -171,7 +155,23 @@ func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (coordinator.
 		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))}, next, nil
 }
 
-func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
+// transition moves rec (as read, at rec.Revision; or Revision 0 and State
+// "" to create it) by ch in one fenced Txn (build), and classifies a refusal:
+// the grant first (CheckGuard), then the record — a create that lost is
+// errExists, a record moved to a state the table does not let ch leave is
+// illegal_transition, otherwise version_conflict. A transition the table
+// forbids is refused before any I/O. Every outcome but errExists is counted
+// in the ledger's transition metric.
+func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (_ Record, err error) {
+	defer func() {
+		if !errors.Is(err, errExists) {
+			d := coordinator.DispositionOf(err)
+			if err == nil {
+				d = coordinator.Committed
+			}
+			l.c.Metrics().LedgerTransition(string(ch.to), d)
+		}
+	}()
 	op := string(ch.by)
 	req, next, err := l.build(g, rec, ch)
 	if err != nil {
@@ -211,14 +211,14 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 	return next, nil
 }
 
-// applyOnce is apply for an operator's or a caller's decision (Reject,
+// applyOnce is transition for an operator's or a caller's decision (Reject,
 // Resolve) that may be retried after an unknown outcome: if the record's
 // last transition is already this very one — same step, target, grant,
 // reason, approver and evidence — the retry returns the record, as a retried
 // commit returns its receipt, instead of illegal_transition.
 func (l *Ledger) applyOnce(ctx context.Context, g coordinator.Grant, rec Record, ch change) (Record, error) {
 	if rec.State != ch.to || rec.Seq == 0 {
-		return l.apply(ctx, g, rec, ch)
+		return l.transition(ctx, g, rec, ch)
 	}
 	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: string(ch.by), Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq))}})
@@ -232,7 +232,7 @@ func (l *Ledger) applyOnce(ctx context.Context, g coordinator.Grant, rec Record,
 	if len(js) == 1 && sameDecision(js[0], g, ch) {
 		return rec, nil
 	}
-	return l.apply(ctx, g, rec, ch)
+	return l.transition(ctx, g, rec, ch)
 }
 
 func sameDecision(t Transition, g coordinator.Grant, ch change) bool {
@@ -253,7 +253,7 @@ func compact(raw json.RawMessage) string {
 	return b.String()
 }
 
-// errExists is apply's answer to a create whose record already exists.
+// errExists is transition's answer to a create whose record already exists.
 var errExists = errors.New("ledger: record exists")
 
 // refuse counts a transition to to that a call refused before trying it.
@@ -269,9 +269,4 @@ func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, m
 	}
 	return coordinator.Refusal(coordinator.IllegalTransition, op, g.Tenant, g.Task,
 		fmt.Sprintf("operation %q is %s%s; %s may not move it to %s", rec.Operation, from, more, op, to))
-}
-
-func (l *Ledger) fields(g coordinator.Grant, operation string, extra ...zap.Field) []zap.Field {
-	return append([]zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task),
-		zap.String("operation", operation), zap.Int64("epoch", g.Epoch), zap.String("owner", g.Owner)}, extra...)
 }

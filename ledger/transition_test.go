@@ -47,7 +47,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 					legal++
 					continue
 				}
-				_, err := e.l.apply(e.ctx, e.g, recs[f], change{to: to, by: by, reason: "test"})
+				_, err := e.l.transition(e.ctx, e.g, recs[f], change{to: to, by: by, reason: "test"})
 				if coordinator.DispositionOf(err) != coordinator.IllegalTransition {
 					t.Fatalf("%s -> %s by %s: %v, want illegal_transition", f, to, by, err)
 				}
@@ -81,7 +81,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 	}
 	for i, edge := range table {
 		rec := seed(fmt.Sprintf("legal-%d", i), edge.From)
-		got, err := e.l.apply(e.ctx, e.g, rec, change{to: edge.To, by: edge.By, reason: "test"})
+		got, err := e.l.transition(e.ctx, e.g, rec, change{to: edge.To, by: edge.By, reason: "test"})
 		if err != nil || got.State != edge.To || got.Seq != rec.Seq+1 {
 			t.Fatalf("%+v: %+v %v", edge, got, err)
 		}

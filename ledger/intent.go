@@ -1,0 +1,103 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Propose records an intent: operation (its stable id, never containing an
+// epoch or an attempt number) bound to effect e, decided while the world
+// looked like pre. It is idempotent on the operation id: the same effect
+// digest returns the existing record, whatever its state; another digest is
+// operation_conflict.
+func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation string, e Effect, pre Observation) (Record, error) {
+	const op = "propose"
+	if err := l.checkGrantOp(op, g, operation); err != nil {
+		return Record{}, err
+	}
+	if err := checkEffect(e); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if _, ok := l.adapters[e.Kind]; !ok {
+		return Record{}, coordinator.Invalid(op, "no adapter for effect kind %q", e.Kind)
+	}
+	if err := checkObservation("precondition", pre); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	d, _ := Digest(e)
+	e.Params, _ = canonical(e.Params)
+	pre.At = pre.At.UTC()
+	rec := Record{Tenant: g.Tenant, Task: g.Task, Operation: operation, Effect: e, ParamsDigest: d,
+		Precondition: pre, ProposedEpoch: g.Epoch}
+	out, err := l.transition(ctx, g, rec, change{to: Proposed, by: StepPropose, reason: "proposed"})
+	if errors.Is(err, errExists) {
+		if out.ParamsDigest == d {
+			return out, nil
+		}
+		return out, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
+			fmt.Sprintf("operation %q was proposed (epoch %d) with another effect digest; a new intent needs a new operation id",
+				operation, out.ProposedEpoch))
+	}
+	return out, err
+}
+
+// Authorize binds approval a to the operation: a must name exactly the
+// record's parameter digest and precondition digest (an approval of other
+// parameters, or of another observed world, is operation_conflict). Repeating
+// the same approval of an AUTHORIZED record returns it unchanged.
+func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation string, a Approval) (Record, error) {
+	const op = "authorize"
+	if err := l.checkGrantOp(op, g, operation); err != nil {
+		return Record{}, err
+	}
+	if err := coordinator.CheckLabel("approver", a.Approver); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	if a.ParamsDigest == "" || a.PreconditionDigest == "" {
+		return Record{}, coordinator.Invalid(op, "the approval must name the parameter and precondition digests it approves")
+	}
+	if err := checkText("approval note", a.Note, false); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	a.At = a.At.UTC()
+	rec, err := l.read(ctx, op, g, operation)
+	if err != nil {
+		return rec, err
+	}
+	if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {
+		return rec, nil
+	}
+	if !Allowed(rec.State, Authorized, StepAuthorize) {
+		return rec, l.refuse(Authorized, l.illegal(op, g, rec, Authorized, ""))
+	}
+	switch {
+	case a.ParamsDigest != rec.ParamsDigest:
+		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
+			fmt.Sprintf("the approval is of parameters %s; operation %q has %s", short(a.ParamsDigest), operation, short(rec.ParamsDigest)))
+	case a.PreconditionDigest != rec.Precondition.Digest:
+		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
+			fmt.Sprintf("the approval is of world %s; operation %q was proposed against %s", short(a.PreconditionDigest), operation, short(rec.Precondition.Digest)))
+	}
+	return l.transition(ctx, g, rec, change{to: Authorized, by: StepAuthorize, reason: "approved", approver: a.Approver,
+		mutate: func(r *Record) { r.Approval, r.ApprovalDigest = &a, a.Digest() }})
+}
+
+// Reject refuses the operation before dispatch (from PROPOSED or
+// AUTHORIZED).
+func (l *Ledger) Reject(ctx context.Context, g coordinator.Grant, operation, reason string) (Record, error) {
+	const op = "reject"
+	if err := l.checkGrantOp(op, g, operation); err != nil {
+		return Record{}, err
+	}
+	if err := checkText("reason", reason, true); err != nil {
+		return Record{}, coordinator.Invalid(op, "%v", err)
+	}
+	rec, err := l.read(ctx, op, g, operation)
+	if err != nil {
+		return rec, err
+	}
+	return l.applyOnce(ctx, g, rec, change{to: Rejected, by: StepReject, reason: reason})
+}

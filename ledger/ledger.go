@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Ledger keeps the records of external effects of the tasks of one
+// coordinator's keyspace, and is the gateway to their providers.
+type Ledger struct {
+	c        *coordinator.Coordinator
+	adapters map[string]Adapter // by kind
+	lg       *zap.Logger
+	options
+}
+
+// New is a ledger on c's keyspace with the given adapters (WithAdapters).
+// A ledger without adapters can read records and Resolve them, not
+// dispatch.
+func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
+	if c == nil {
+		return nil, coordinator.Invalid("ledger", "nil coordinator")
+	}
+	o := options{now: time.Now, sleep: sleepTimer, pollInitial: DefaultPollInitial, pollMax: DefaultPollMax,
+		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout, callTimeout: DefaultCallTimeout}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, coordinator.Invalid("ledger", "%v", err)
+		}
+	}
+	l := &Ledger{c: c, adapters: map[string]Adapter{}, options: o}
+	for _, a := range o.adapterList {
+		if _, dup := l.adapters[a.Kind()]; dup {
+			return nil, coordinator.Invalid("ledger", "two adapters for kind %q", a.Kind())
+		}
+		l.adapters[a.Kind()] = a
+	}
+	if o.logger == nil {
+		o.logger = c.Logger()
+	}
+	l.lg = o.logger.Named("ledger")
+	return l, nil
+}
+
+func (l *Ledger) checkGrantOp(op string, g coordinator.Grant, operation string) error {
+	if err := g.Validate(); err != nil {
+		return coordinator.Invalid(op, "%v", err)
+	}
+	if err := coordinator.CheckLabel("operation", operation); err != nil {
+		return coordinator.Invalid(op, "%v", err)
+	}
+	return nil
+}
+
+func (l *Ledger) fields(g coordinator.Grant, operation string, extra ...zap.Field) []zap.Field {
+	return append([]zap.Field{zap.String("tenant", g.Tenant), zap.String("task", g.Task),
+		zap.String("operation", operation), zap.Int64("epoch", g.Epoch), zap.String("owner", g.Owner)}, extra...)
+}
+
+func (l *Ledger) stamped(ev Evidence) *Evidence {
+	if ev.At.IsZero() {
+		ev.At = l.now()
+	}
+	ev.At = ev.At.UTC()
+	return &ev
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func truncate(s string) string {
+	if len(s) > MaxTextLen {
+		return s[:MaxTextLen]
+	}
+	return s
+}

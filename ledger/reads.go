@@ -1,0 +1,136 @@
+package ledger
+
+import (
+	"context"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Record reads one operation's record and its journal, in transition order,
+// at one revision. A missing record has State "".
+func (l *Ledger) Record(ctx context.Context, tenant, task, operation string) (Record, []Transition, error) {
+	const op = "ops show"
+	if err := coordinator.CheckTask(tenant, task); err != nil {
+		return Record{}, nil, coordinator.Invalid(op, "%v", err)
+	}
+	if err := coordinator.CheckLabel("operation", operation); err != nil {
+		return Record{}, nil, coordinator.Invalid(op, "%v", err)
+	}
+	k := l.c.Keys()
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+		Then: []clientv3.Op{
+			clientv3.OpGet(k.Effect(tenant, task, operation)),
+			clientv3.OpGet(k.JournalOperationPrefix(tenant, task, operation), clientv3.WithPrefix(),
+				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)),
+		}})
+	if err != nil {
+		return Record{}, nil, err
+	}
+	rec, found, err := decodeRecord(resp.Responses[0].GetResponseRange().GetKvs())
+	if err != nil || !found {
+		return Record{Tenant: tenant, Task: task, Operation: operation}, nil, err
+	}
+	js, err := decodeJournal(resp.Responses[1].GetResponseRange().GetKvs())
+	return rec, js, err
+}
+
+// Journal reads every transition of a task's operations, in the order they
+// happened (their revisions).
+func (l *Ledger) Journal(ctx context.Context, tenant, task string) ([]Transition, error) {
+	const op = "ops journal"
+	if err := coordinator.CheckTask(tenant, task); err != nil {
+		return nil, coordinator.Invalid(op, "%v", err)
+	}
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().JournalPrefix(tenant, task), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))}})
+	if err != nil {
+		return nil, err
+	}
+	return decodeJournal(resp.Responses[0].GetResponseRange().GetKvs())
+}
+
+// List reads the records of a task (tenant and task), of a tenant (task
+// ""), or of every tenant (both ""), optionally only those in state.
+func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]Record, error) {
+	const op = "ops list"
+	k := l.c.Keys()
+	prefix := k.TaskPrefix("effects", "")
+	switch {
+	case task != "":
+		if err := coordinator.CheckTask(tenant, task); err != nil {
+			return nil, coordinator.Invalid(op, "%v", err)
+		}
+		prefix = k.EffectPrefix(tenant, task)
+	case tenant != "":
+		if err := coordinator.CheckLabel("tenant", tenant); err != nil {
+			return nil, coordinator.Invalid(op, "%v", err)
+		}
+		prefix = k.TaskPrefix("effects", tenant)
+	}
+	if state != "" {
+		if _, err := ParseState(string(state)); err != nil {
+			return nil, coordinator.Invalid(op, "%v", err)
+		}
+	}
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(prefix, clientv3.WithPrefix())}})
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	count := map[State]int{}
+	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
+		rec, _, err := decodeRecord([]*mvccpb.KeyValue{kv})
+		if err != nil {
+			return nil, err
+		}
+		count[rec.State]++
+		if state == "" || rec.State == state {
+			out = append(out, rec)
+		}
+	}
+	if tenant == "" && task == "" { // the whole ledger: the gauge of records by state
+		for _, st := range States {
+			l.c.Metrics().LedgerRecords(string(st), count[st])
+		}
+	}
+	return out, nil
+}
+
+// read is a linearizable read of one record of g's task (State "" if none).
+func (l *Ledger) read(ctx context.Context, op string, g coordinator.Grant, operation string) (Record, error) {
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().Effect(g.Tenant, g.Task, operation))}})
+	if err != nil {
+		return Record{}, err
+	}
+	rec, found, err := decodeRecord(resp.Responses[0].GetResponseRange().GetKvs())
+	if !found && err == nil {
+		rec = Record{Tenant: g.Tenant, Task: g.Task, Operation: operation}
+	}
+	return rec, err
+}
+
+// fencedRead reads one record in a Txn guarded by g: a grant that is not
+// current is refused (stale_owner, expired_owner, ...) before anything else
+// happens.
+func (l *Ledger) fencedRead(ctx context.Context, op string, g coordinator.Grant, operation string) (Record, error) {
+	key := l.c.Keys().Effect(g.Tenant, g.Task, operation)
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If: l.c.Guard(g), Then: []clientv3.Op{clientv3.OpGet(key)}, Else: l.c.GuardReads(g)})
+	if err != nil {
+		return Record{}, err
+	}
+	if !resp.Succeeded {
+		return Record{}, l.c.CheckGuard(op, g, resp.Responses)
+	}
+	rec, found, err := decodeRecord(resp.Responses[0].GetResponseRange().GetKvs())
+	if !found && err == nil {
+		rec = Record{Tenant: g.Tenant, Task: g.Task, Operation: operation}
+	}
+	return rec, err
+}
