@@ -93,8 +93,32 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 	return nil
 }
 
-// checkCurrent returns nil if g is the current grant, read linearizably.
-func (c *Coordinator) checkCurrent(ctx context.Context, op string, g Grant) error {
+// Current answers "is g still the current grant of its task?" with one
+// linearizable, read-only Txn of Guard(g), classified by CheckGuard. It
+// returns nil while the realm, the fence, the owner key of g's very claim
+// and its lease all still match g. Otherwise it returns the *Error of the
+// refusal, with the holder the authority showed:
+//
+//   - authority_generation_mismatch: the realm rotated, or no realm is there;
+//   - stale_owner: a newer grant moved the fence, or the owner key is another
+//     claim's;
+//   - expired_owner: the fence is still g's but its owner key is gone (the
+//     lease expired or was revoked, or g was released);
+//   - invalid_input: g is not a grant at all; nothing was sent.
+//
+// When etcd cannot answer it is authority_unavailable: a hold, since the
+// question was not answered (a read is never outcome_unknown). Current
+// writes nothing and renews nothing; an answer is true as of the read, so
+// a write that depends on it must carry Guard(g) in its own Txn.
+func (c *Coordinator) Current(ctx context.Context, g Grant) error {
+	return c.current(ctx, "current", g)
+}
+
+// current is Current with op naming the request in its errors.
+func (c *Coordinator) current(ctx context.Context, op string, g Grant) error {
+	if err := g.Validate(); err != nil {
+		return Invalid(op, "%v", err)
+	}
 	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
 		If: c.Guard(g), Else: c.GuardReads(g)})
 	if err != nil {

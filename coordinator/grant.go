@@ -112,7 +112,7 @@ func (c *Coordinator) renew(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("renew", "%v", err)
 	}
-	if err := c.checkCurrent(ctx, "renew", g); err != nil {
+	if err := c.current(ctx, "renew", g); err != nil {
 		return err
 	}
 	r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}

@@ -118,12 +118,12 @@ var mutations = []Mutation{
 		`if owner.ModRevision != g.Epoch || string(owner.Value) != g.Owner || owner.Lease != g.Lease {`, `if false {`,
 		txnPkg, coordPkg),
 	mut("checkguard/current-refused", fenceGo, "a current grant is classified stale_owner",
-		"\treturn nil\n}\n\n// checkCurrent", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// checkCurrent",
+		"\treturn nil\n}\n\n// Current answers", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// Current answers",
 		txnPkg, coordPkg),
 
 	// ---- release, renew (coordinator/grant.go) and ReleaseTask (coordinator/held.go)
 	mut("renew/no-guard", grantGo, "Renew keeps a lease alive without checking the grant is current",
-		`if err := c.checkCurrent(ctx, "renew", g); err != nil {`, `if err := c.checkCurrent(ctx, "renew", g); err != nil && false {`,
+		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`,
 		txnPkg, coordPkg),
 	mut("release/unguarded", grantGo, "Release deletes the owner key without the guard",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`, `If: nil, Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,

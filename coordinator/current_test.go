@@ -1,0 +1,109 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+// TestCurrentAnswersEachRefusal: Current is nil exactly while the grant is
+// the task's current one, and names each way it stops being so, with the
+// holder the authority showed; it writes nothing.
+func TestCurrentAnswersEachRefusal(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	prefix := c.Keys().Prefix()
+
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	before := lgtest.Snap(t, c.Client(), prefix)
+	if err := c.Current(ctx, g); err != nil {
+		t.Fatalf("Current of the current grant: %v", err)
+	}
+	if d := before.Diff(lgtest.Snap(t, c.Client(), prefix)); d != "" {
+		t.Fatalf("Current wrote:\n%s", d)
+	}
+
+	t.Run("invalid grant", func(t *testing.T) {
+		bad := g
+		bad.Epoch = 0
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.InvalidInput, func() error { return c.Current(ctx, bad) })
+	})
+	t.Run("another owner label at the grant's epoch", func(t *testing.T) {
+		forged := g
+		forged.Owner = "someone-else"
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.StaleOwner, func() error { return c.Current(ctx, forged) })
+	})
+	t.Run("another lease at the grant's epoch", func(t *testing.T) {
+		forged := g
+		forged.Lease++
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.StaleOwner, func() error { return c.Current(ctx, forged) })
+	})
+	t.Run("another realm", func(t *testing.T) {
+		forged := g
+		forged.Realm = "not-" + g.Realm
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.GenerationMismatch, func() error { return c.Current(ctx, forged) })
+	})
+
+	// Released: the fence is still g's epoch, the owner key is gone.
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.ExpiredOwner, func() error { return c.Current(ctx, g) })
+
+	// A newer grant of the task: the old one is stale, the new one current.
+	newer := lgtest.Claim(t, lgtest.Session(t, c, "worker-2", 10*time.Second), "t", "k")
+	err := c.Current(ctx, g)
+	lgtest.Want(t, err, coordinator.StaleOwner)
+	var e *coordinator.Error
+	if !errors.As(err, &e) || e.Holder == nil || e.Holder.Owner != "worker-2" || e.Holder.Epoch != newer.Epoch || e.Holder.Fence != newer.Epoch {
+		t.Fatalf("stale_owner without the newer holder: %v (%+v)", err, e)
+	}
+	if err := c.Current(ctx, newer); err != nil {
+		t.Fatalf("Current of the newer grant: %v", err)
+	}
+
+	// The lease expires: expired_owner.
+	short := lgtest.Session(t, c, "worker-3", time.Second, coordinator.WithoutKeepAlive())
+	gone := lgtest.Claim(t, short, "t", "short")
+	lgtest.WaitOwnerGone(t, c, "t", "short")
+	lgtest.Want(t, c.Current(ctx, gone), coordinator.ExpiredOwner)
+
+	// The realm rotates: every grant of the old realm is refused.
+	if _, err := c.RotateRealm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lgtest.Want(t, c.Current(ctx, newer), coordinator.GenerationMismatch)
+}
+
+// TestCurrentIsAHoldWhenEtcdCannotAnswer: a question etcd did not answer is
+// authority_unavailable, never outcome_unknown nor a refusal — also when
+// the read reached etcd and its answer was lost.
+func TestCurrentIsAHoldWhenEtcdCannotAnswer(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	lost := lostAnswer()
+	cli := lgtest.ClientWith(t, cl, lost)
+	c := lgtest.CoordinatorOf(t, cli)
+	ctx := lgtest.Ctx(t)
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
+
+	lost.Arm()
+	lgtest.Want(t, c.Current(ctx, g), coordinator.AuthorityUnavailable)
+	if err := c.Current(ctx, g); err != nil {
+		t.Fatalf("Current once the answer came through again: %v", err)
+	}
+
+	cl.Member(0).Stop(t)
+	lgtest.WaitDisconnected(t, cli)
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	lgtest.Want(t, c.Current(short, g), coordinator.AuthorityUnavailable)
+}
