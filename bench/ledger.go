@@ -17,15 +17,15 @@ const benchKind = "bench"
 type benchAdapter struct{}
 
 func (benchAdapter) Kind() string              { return benchKind }
-func (benchAdapter) Contract() ledger.Contract { return ledger.Contract{RetrySafe: true} }
+func (benchAdapter) Contract() ledger.Contract { return ledger.Contract{Lookup: true, RetrySafe: true} }
 func (benchAdapter) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
 	return ledger.Observation{Digest: "world-1", At: time.Now()}, nil
 }
-func (benchAdapter) Apply(_ context.Context, _ ledger.Effect, operation string, _ int64) (ledger.Evidence, error) {
-	return ledger.Evidence{ProviderIDs: []string{operation}, At: time.Now()}, nil
+func (benchAdapter) Apply(_ context.Context, call ledger.Call) (ledger.Evidence, error) {
+	return ledger.Evidence{ProviderIDs: []string{call.Operation}, At: time.Now()}, nil
 }
-func (benchAdapter) Observe(_ context.Context, _ ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
-	return ledger.Applied, ledger.Evidence{ProviderIDs: []string{operation}, At: time.Now()}, nil
+func (benchAdapter) Observe(_ context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	return ledger.Applied, ledger.Evidence{ProviderIDs: []string{rec.Operation}, At: time.Now()}, nil
 }
 
 func newBenchLedger(c *coordinator.Coordinator) (*ledger.Ledger, error) {

@@ -25,15 +25,15 @@ func (p *dbProvider) Contract() ledger.Contract { return ledger.Contract{} }
 func (p *dbProvider) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
 	return ledger.Observation{Digest: "writer=db-a", At: time.Now()}, nil
 }
-func (p *dbProvider) Apply(_ context.Context, _ ledger.Effect, op string, _ int64) (ledger.Evidence, error) {
+func (p *dbProvider) Apply(_ context.Context, call ledger.Call) (ledger.Evidence, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lose {
 		return ledger.Evidence{}, ledger.Ambiguous(context.DeadlineExceeded)
 	}
-	return ledger.Evidence{ProviderIDs: []string{"req-" + op}}, nil
+	return ledger.Evidence{ProviderIDs: []string{"req-" + call.Operation}}, nil
 }
-func (p *dbProvider) Observe(context.Context, ledger.Effect, string) (ledger.Outcome, ledger.Evidence, error) {
+func (p *dbProvider) Observe(context.Context, ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	return ledger.Inconclusive, ledger.Evidence{}, nil
 }
 

@@ -39,7 +39,7 @@ type topologyAdapter struct{ wk *worker }
 func (a topologyAdapter) Kind() string { return kindPromote }
 
 func (a topologyAdapter) Contract() ledger.Contract {
-	return ledger.Contract{RetrySafe: true, Retention: topologyRetention}
+	return ledger.Contract{Lookup: true, RetrySafe: true, Retention: topologyRetention}
 }
 
 // Precondition is the topology now, from its authority.
@@ -47,8 +47,8 @@ func (a topologyAdapter) Precondition(ctx context.Context, e ledger.Effect) (led
 	return a.wk.topologyNow(), nil
 }
 
-func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
-	wk := a.wk
+func (a topologyAdapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
+	wk, e, operation, epoch := a.wk, call.Effect, call.Operation, call.Epoch
 	wk.w.syncJournal()
 	wk.beforeCall() // the worker may stop or pause here, its dispatch claimed and nothing sent
 	if ev, err := wk.sendable(operation); err != nil {
@@ -67,8 +67,8 @@ func (a topologyAdapter) Apply(ctx context.Context, e ledger.Effect, operation s
 	return wk.evidence([]string{id}, "promotion accepted"), nil
 }
 
-func (a topologyAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
-	wk := a.wk
+func (a topologyAdapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	wk, operation := a.wk, rec.Operation
 	wk.w.syncJournal()
 	p, ok, err := wk.w.topo.LookupRequest(wk.caller(""), operation)
 	if err != nil {
@@ -93,7 +93,7 @@ const dnsApplyWait = 30 * time.Second
 func (a dnsAdapter) Kind() string { return kindTraffic }
 
 func (a dnsAdapter) Contract() ledger.Contract {
-	return ledger.Contract{RetrySafe: true, Retention: dnsRetention}
+	return ledger.Contract{Lookup: true, RetrySafe: true, Retention: dnsRetention}
 }
 
 // Precondition is the topology now: traffic follows the writer.
@@ -101,8 +101,8 @@ func (a dnsAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.O
 	return a.wk.topologyNow(), nil
 }
 
-func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
-	wk := a.wk
+func (a dnsAdapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
+	wk, e, operation, epoch := a.wk, call.Effect, call.Operation, call.Epoch
 	wk.w.syncJournal()
 	var p trafficParams
 	if err := json.Unmarshal(e.Params, &p); err != nil {
@@ -126,8 +126,8 @@ func (a dnsAdapter) Apply(ctx context.Context, e ledger.Effect, operation string
 	}
 }
 
-func (a dnsAdapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
-	wk := a.wk
+func (a dnsAdapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	wk, operation := a.wk, rec.Operation
 	wk.w.syncJournal()
 	ch, ok := wk.w.dns.lookup(operation)
 	if !ok {

@@ -26,9 +26,10 @@ type dns struct {
 
 func (d *dns) Kind() string { return "dns" }
 
-// Contract: a change under an id it has seen is not applied again, for a day.
+// Contract: it can be asked about an id (Lookup), and a change under an id
+// it has seen is not applied again, for a day (RetrySafe, Retention).
 func (d *dns) Contract() ledger.Contract {
-	return ledger.Contract{RetrySafe: true, Retention: 24 * time.Hour}
+	return ledger.Contract{Lookup: true, RetrySafe: true, Retention: 24 * time.Hour}
 }
 
 func (d *dns) Precondition(_ context.Context, e ledger.Effect) (ledger.Observation, error) {
@@ -37,14 +38,14 @@ func (d *dns) Precondition(_ context.Context, e ledger.Effect) (ledger.Observati
 	return ledger.Observation{Digest: "target=" + d.target, At: time.Now()}, nil
 }
 
-func (d *dns) Apply(_ context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
+func (d *dns) Apply(_ context.Context, call ledger.Call) (ledger.Evidence, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	id, seen := d.changes[operation]
+	id, seen := d.changes[call.Operation]
 	if !seen {
 		id = fmt.Sprintf("change-%d", len(d.changes)+1)
-		d.changes[operation] = id
-		d.target = e.Target
+		d.changes[call.Operation] = id
+		d.target = call.Effect.Target
 	}
 	if d.loseNext {
 		d.loseNext = false
@@ -53,10 +54,10 @@ func (d *dns) Apply(_ context.Context, e ledger.Effect, operation string, epoch 
 	return ledger.Evidence{ProviderIDs: []string{id}}, nil
 }
 
-func (d *dns) Observe(_ context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
+func (d *dns) Observe(_ context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if id, ok := d.changes[operation]; ok {
+	if id, ok := d.changes[rec.Operation]; ok {
 		return ledger.Applied, ledger.Evidence{ProviderIDs: []string{id}}, nil
 	}
 	return ledger.NotApplied, ledger.Evidence{}, nil

@@ -27,10 +27,13 @@ type provider struct {
 	applied        map[string]int // operation -> effects that took place
 	applyCalls     []string       // "operation@epoch" of every Apply
 	preCalls       int
-	applyDeadlines []time.Time // the deadline of every Apply context (zero: none)
+	applyDeadlines []time.Time   // the deadline of every Apply context (zero: none)
+	applyApproved  []Observation // the approved precondition every Apply was given
+	observed       []Record      // the record every Observe was given
 	observeCalls   int
 
 	dropResponse      bool                   // apply, then lose the answer
+	pendingChange     bool                   // apply, answer a change id and an ambiguous error (not settled yet)
 	lostRequest       bool                   // the request is lost on the way: nothing applied, no answer
 	refuse            *RefusedError          // refuse definitely, applying nothing
 	noEvidence        bool                   // answer success with no evidence
@@ -45,7 +48,7 @@ type provider struct {
 }
 
 func newProvider(kind string) *provider {
-	return &provider{kind: kind, contract: Contract{RetrySafe: true, Retention: time.Hour}, world: "world-1",
+	return &provider{kind: kind, contract: Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, world: "world-1",
 		applied: map[string]int{}}
 }
 
@@ -72,9 +75,11 @@ func (p *provider) Precondition(ctx context.Context, e Effect) (Observation, err
 	return o, nil
 }
 
-func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch int64) (Evidence, error) {
+func (p *provider) Apply(ctx context.Context, call Call) (Evidence, error) {
+	operation := call.Operation
 	p.mu.Lock()
-	p.applyCalls = append(p.applyCalls, fmt.Sprintf("%s@%d", operation, epoch))
+	p.applyCalls = append(p.applyCalls, fmt.Sprintf("%s@%d", operation, call.Epoch))
+	p.applyApproved = append(p.applyApproved, call.Approved)
 	deadline, _ := ctx.Deadline()
 	p.applyDeadlines = append(p.applyDeadlines, deadline)
 	onApply, afterApply := p.onApply, p.afterApply
@@ -94,7 +99,7 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 	}
 	p.applied[operation]++ // the provider acts...
 	n := p.applied[operation]
-	drop, noEv, huge := p.dropResponse, p.noEvidence, p.hugeEvidence
+	drop, noEv, huge, pending := p.dropResponse, p.noEvidence, p.hugeEvidence, p.pendingChange
 	p.mu.Unlock()
 	if afterApply != nil {
 		afterApply(operation)
@@ -102,6 +107,8 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 	switch {
 	case drop: // ...and its answer is lost on the way back
 		return Evidence{}, Ambiguous(context.DeadlineExceeded)
+	case pending:
+		return Evidence{ProviderIDs: []string{"change-" + operation}}, Ambiguous(errors.New("change still PENDING"))
 	case noEv:
 		return Evidence{}, nil
 	case huge:
@@ -110,10 +117,12 @@ func (p *provider) Apply(ctx context.Context, e Effect, operation string, epoch 
 	return Evidence{ProviderIDs: []string{fmt.Sprintf("req-%s-%d", operation, n)}}, nil
 }
 
-func (p *provider) Observe(ctx context.Context, e Effect, operation string) (Outcome, Evidence, error) {
+func (p *provider) Observe(ctx context.Context, rec Record) (Outcome, Evidence, error) {
+	operation := rec.Operation
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.observeCalls++
+	p.observed = append(p.observed, rec)
 	if p.observeErr != nil {
 		return Inconclusive, Evidence{}, p.observeErr
 	}

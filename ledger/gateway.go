@@ -61,7 +61,8 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 		return claimed, err
 	}
 	actx, cancel := context.WithTimeout(ctx, l.callTimeout)
-	ev, applyErr := ad.Apply(actx, rec.Effect, operation, g.Epoch)
+	ev, applyErr := ad.Apply(actx, Call{Operation: operation, Effect: claimed.Effect, Epoch: g.Epoch,
+		Attempt: claimed.Attempts, Approved: claimed.Precondition})
 	cancel()
 	// The provider has answered (or not): record it even if ctx ended meanwhile.
 	return l.persist(context.WithoutCancel(ctx), g, claimed, l.outcomeOfApply(ev, applyErr), "outcome not recorded; retrying")

@@ -45,6 +45,9 @@ func WithAdapters(adapters ...Adapter) Option {
 			if err := coordinator.CheckLabel("adapter kind", a.Kind()); err != nil {
 				return err
 			}
+			if err := a.Contract().check(); err != nil {
+				return fmt.Errorf("adapter %q: %w", a.Kind(), err)
+			}
 			o.adapterList = append(o.adapterList, a)
 		}
 		return nil

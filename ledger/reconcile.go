@@ -18,9 +18,12 @@ import (
 //   - applied, with evidence: CONFIRMED;
 //   - not applied: AUTHORIZED again, to be dispatched under the same
 //     operation id, only where the adapter's contract says a retry under
-//     that id is safe and the first dispatch is within the provider's
-//     retention (SUPERSEDED instead if the world has changed meanwhile);
-//     otherwise MANUAL_REVIEW;
+//     that id is safe (RetrySafe) and the first dispatch is within the
+//     provider's retention; SUPERSEDED instead if the world has changed
+//     meanwhile and the contract rules out a late attempt landing (Lookup or
+//     Conditional); otherwise MANUAL_REVIEW. Without Lookup, "not applied"
+//     is only what the provider's state shows now: it is observed again up
+//     to the bound, and decided on the last observation;
 //   - pending past the bound: stays UNKNOWN (call Reconcile again later);
 //   - inconclusive past the bound: MANUAL_REVIEW.
 //
@@ -65,7 +68,8 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 		return rec, coordinator.Invalid("reconcile", "no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation)
 	}
 	wait := l.pollInitial
-	last, lastDetail := Inconclusive, ""
+	lookup := ad.Contract().Lookup
+	last, lastDetail, lastEv := Inconclusive, "", Evidence{}
 	for i := range l.polls {
 		if i > 0 {
 			if err := l.sleep(ctx, wait); err != nil {
@@ -75,7 +79,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			wait = min(2*wait, l.pollMax)
 		}
 		cctx, cancel := context.WithTimeout(ctx, l.callTimeout)
-		outcome, ev, err := ad.Observe(cctx, rec.Effect, rec.Operation)
+		outcome, ev, err := ad.Observe(cctx, rec)
 		cancel()
 		if err == nil {
 			err = checkEvidence(ev)
@@ -91,10 +95,15 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			l.c.Metrics().ReconcilerAction("confirmed")
 			return l.transition(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
 				reason: "provider's authority shows it applied", evidence: l.stamped(ev)})
-		case outcome == NotApplied:
+		case outcome == NotApplied && lookup:
 			return l.notApplied(ctx, g, ad, rec, ev)
 		}
-		last, lastDetail = outcome, ""
+		// Without a lookup by id, not applied is only "not so far": an
+		// attempt in flight may still land. Observe again, up to the bound.
+		last, lastDetail, lastEv = outcome, "", ev
+	}
+	if last == NotApplied {
+		return l.notApplied(ctx, g, ad, rec, lastEv)
 	}
 	if last == Pending {
 		l.c.Metrics().ReconcilerAction("pending")
@@ -109,7 +118,9 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 	return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
 }
 
-// notApplied moves an UNKNOWN record the provider says never applied.
+// notApplied moves an UNKNOWN record Observe showed not applied: by a
+// lookup by id (none of its attempts applied or will), or, without one,
+// from the provider's state at the last of the bounded observations.
 func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter, rec Record, ev Evidence) (Record, error) {
 	var evp *Evidence
 	if !ev.Empty() {
@@ -129,6 +140,12 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
 	}
 	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
+		if !c.Lookup && !c.Conditional {
+			m.ReconcilerAction("manual_review")
+			return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
+				reason: fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id nor a provider-side precondition",
+					short(rec.Precondition.Digest), short(now.Digest))})
+		}
 		m.ReconcilerAction("superseded")
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", short(rec.Precondition.Digest), short(now.Digest))})

@@ -238,12 +238,21 @@ func TestNotApplied(t *testing.T) {
 		later    time.Duration // how long after the dispatch the reconcile runs
 		world    string
 		want     State
+		observes int // Observe calls: one with a lookup by id; without, every poll up to the bound
 	}{
-		{"retry-safe", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized},
-		{"retry-unsafe", Contract{RetrySafe: false, Retention: time.Hour}, time.Minute, "world-1", ManualReview},
-		{"past retention", Contract{RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-1", ManualReview},
-		{"no retention promised", Contract{RetrySafe: true}, time.Minute, "world-1", ManualReview},
-		{"world changed", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", Superseded},
+		{"retry-safe", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, 1},
+		{"retry-unsafe", Contract{Lookup: true, RetrySafe: false, Retention: time.Hour}, time.Minute, "world-1", ManualReview, 1},
+		{"past retention", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-1", ManualReview, 1},
+		{"no retention promised", Contract{Lookup: true, RetrySafe: true}, time.Minute, "world-1", ManualReview, 1},
+		{"world changed", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", Superseded, 1},
+		// Without a lookup by id, not applied is what the provider's state
+		// shows now: observed again up to the bound, then decided.
+		{"no lookup, retry-safe", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, DefaultPolls},
+		{"no lookup, retry-unsafe", Contract{Retention: time.Hour}, time.Minute, "world-1", ManualReview, DefaultPolls},
+		// A late attempt could still land in the changed world: not
+		// superseded unless the provider checks the precondition itself.
+		{"no lookup, world changed", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", ManualReview, DefaultPolls},
+		{"no lookup, conditional, world changed", Contract{RetrySafe: true, Retention: time.Hour, Conditional: true}, time.Minute, "world-2", Superseded, DefaultPolls},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -265,6 +274,9 @@ func TestNotApplied(t *testing.T) {
 			recs, err := e.l.Reconcile(e.ctx, g2)
 			if err != nil || len(recs) != 1 || recs[0].State != tc.want {
 				t.Fatalf("reconcile: %+v %v", recs, err)
+			}
+			if _, _, obs := e.p.calls(); obs != tc.observes {
+				t.Fatalf("%d Observe calls, want %d", obs, tc.observes)
 			}
 			if tc.want != Authorized {
 				if _, apply, _ := e.p.calls(); apply != 1 {

@@ -22,10 +22,10 @@ func (noop) Contract() ledger.Contract { return ledger.Contract{} }
 func (noop) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
 	return ledger.Observation{Digest: "world", At: time.Now()}, nil
 }
-func (noop) Apply(context.Context, ledger.Effect, string, int64) (ledger.Evidence, error) {
+func (noop) Apply(context.Context, ledger.Call) (ledger.Evidence, error) {
 	return ledger.Evidence{}, errors.New("noop: never applied")
 }
-func (noop) Observe(context.Context, ledger.Effect, string) (ledger.Outcome, ledger.Evidence, error) {
+func (noop) Observe(context.Context, ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	return ledger.Inconclusive, ledger.Evidence{}, nil
 }
 
