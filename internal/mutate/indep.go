@@ -1,0 +1,432 @@
+package main
+
+// The independent list (issue 13): realistic bugs planted in every safety
+// file by someone who had read only the non-test code, before reading any
+// test — off-by-ones in deadlines and bounds, compares dropped or
+// weakened, operators flipped, classification branches swapped or
+// reordered, error checks missed, an id re-minted on retry, a revision read
+// from the wrong field, a cache keyed too coarsely. Their names start with
+// indep/; `go run ./internal/mutate -only '^indep/'` runs them alone. Each
+// runs the tests of its own package and of the safety packages built on
+// it, whole (the list was written without knowing the tests' names).
+//
+// The score of this list, before and after the tests its survivors led
+// to, is in docs/reliability.md ("The independent mutation list").
+
+import "strings"
+
+func init() { mutations = append(mutations, indepMutations...) }
+
+const (
+	sessionGo   = "coordinator/session.go"
+	heldGoI     = "coordinator/held.go"
+	limitsGo    = "coordinator/limits.go"
+	realmGo     = "coordinator/realm.go"
+	keysGo      = "coordinator/keys.go"
+	dispGo      = "coordinator/disposition.go"
+	leasesGo    = "coordinator/leases.go"
+	restoreGo   = "coordinator/restore.go"
+	ownershipGo = "coordinator/ownership.go"
+	leaseIDGo   = "coordinator/leaseid.go"
+	encodeGo    = "fencedtxn/encode.go"
+	stateGo     = "fencedtxn/state.go"
+	txnGuardGo  = "fencedtxn/guard.go"
+	recordGo    = "ledger/record.go"
+)
+
+// ind is one single-edit independent mutation, run against its package and
+// the safety packages that depend on it.
+func ind(name, file, what, orig, repl string) Mutation {
+	return Mutation{Name: "indep/" + name, File: file, What: what, Edits: []Edit{{orig, repl}}, Tests: indepTests(file)}
+}
+
+// indN is an independent mutation of several edits of one file.
+func indN(name, file, what string, edits ...Edit) Mutation {
+	return Mutation{Name: "indep/" + name, File: file, What: what, Edits: edits, Tests: indepTests(file)}
+}
+
+func indepTests(file string) []Run {
+	switch {
+	case strings.HasPrefix(file, "coordinator/"):
+		return []Run{coordPkg, txnPkg, ledgerPkg, gcPkg}
+	case strings.HasPrefix(file, "fencedtxn/"):
+		return []Run{txnPkg, gcPkg}
+	case strings.HasPrefix(file, "ledger/"):
+		return []Run{ledgerPkg, gcPkg}
+	}
+	return []Run{gcPkg}
+}
+
+var indepMutations = []Mutation{
+	// ---- coordinator/claim.go
+	ind("claim/retried-epoch-is-now", claimGo, "a claim retried after a lost answer reports the retry's revision as its epoch, not its claim's",
+		`Epoch: held.ModRevision, Lease: int64(s.lease)}`, `Epoch: resp.Header.Revision, Lease: int64(s.lease)}`),
+	ind("claim/retried-same-lease-any-owner", claimGo, "an owner key on this session's lease is taken as this session's claim whatever its owner label",
+		`case held.Lease == int64(s.lease) && string(held.Value) == s.owner:`, `case held.Lease == int64(s.lease):`),
+	ind("claim/no-realm-no-keyspace", claimGo, "a claim on a wiped keyspace is no_keyspace instead of authority_generation_mismatch",
+		`return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`,
+		`return Grant{}, 0, newError(NoKeyspace, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`),
+	ind("acquire/watch-from-now", claimGo, "Acquire watches from now, not from the busy claim's revision: a release in between is missed",
+		`wch := s.c.client.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut())`,
+		`wch := s.c.client.Watch(wctx, key, clientv3.WithFilterPut())`),
+	ind("acquire/watch-rev-off-by-one", claimGo, "Acquire watches from two past the busy claim's revision: a release at the next revision is missed",
+		`s.waitDeleted(ctx, owner, rev+1)`, `s.waitDeleted(ctx, owner, rev+2)`),
+	ind("acquire/session-end-ignored", claimGo, "Acquire keeps waiting after its session ended",
+		`case <-s.Done():`, `case <-make(chan struct{}):`),
+
+	// ---- coordinator/fence.go
+	ind("guard/drop-realm", fenceGo, "Guard without Value(realm) == g.Realm",
+		`clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),`, ``),
+	ind("guard/drop-fence", fenceGo, "Guard without ModRevision(fence) == g.Epoch",
+		`clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),`, ``),
+	ind("guard/drop-owner-modrev", fenceGo, "Guard without ModRevision(owner) == g.Epoch",
+		`clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),`, ``),
+	ind("guard/drop-owner-value", fenceGo, "Guard without Value(owner) == g.Owner",
+		`clientv3.Compare(clientv3.Value(owner), "=", g.Owner),`, ``),
+	ind("guard/drop-lease", fenceGo, "Guard without LeaseValue(owner) == g.Lease",
+		`clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),`, ``),
+	ind("checkguard/no-fence-expired", fenceGo, "a task without a fence is classified expired_owner, not stale_owner",
+		`return refuse(StaleOwner, "the task has no fence: no grant`, `return refuse(ExpiredOwner, "the task has no fence: no grant`),
+	ind("checkguard/owner-gone-stale", fenceGo, "a grant whose owner key is gone is classified stale_owner, not expired_owner",
+		`return refuse(ExpiredOwner, "the owner key of epoch`, `return refuse(StaleOwner, "the owner key of epoch`),
+	ind("checkguard/owner-before-fence", fenceGo, "CheckGuard looks at the owner key before the fence: a superseded grant whose successor left reads as expired",
+		"\tswitch {\n\tcase realm == nil:",
+		"\tif owner == nil && realm != nil && string(realm.Value) == g.Realm {\n\t\treturn refuse(ExpiredOwner, \"the owner key is gone\")\n\t}\n\tswitch {\n\tcase realm == nil:"),
+	ind("checkguard/realm-mismatch-stale", fenceGo, "a grant of another realm is classified stale_owner, not authority_generation_mismatch",
+		`return refuse(GenerationMismatch, "grant realm %s, authority realm %s"`, `return refuse(StaleOwner, "grant realm %s, authority realm %s"`),
+	ind("checkguard/fence-owner-unchecked", fenceGo, "CheckGuard does not compare the fence record's owner with the grant's",
+		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`),
+	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
+		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})"),
+
+	// ---- coordinator/grant.go
+	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
+		`if g.Epoch <= 0 {`, `if g.Epoch < 0 {`),
+	ind("grant/lease-zero-valid", grantGo, "a grant of lease 0 passes Validate",
+		`if g.Lease <= 0 {`, `if g.Lease < 0 {`),
+	ind("grant/no-realm-valid", grantGo, "a grant without a realm passes Validate",
+		`if g.Realm == "" {`, `if false {`),
+	ind("grant/unknown-json-fields", grantGo, "a grant's JSON with a misspelt field reads as a zero value",
+		`dec.DisallowUnknownFields()`, ``),
+	ind("renew/not-checked", grantGo, "Renew keeps a stale grant's lease alive without checking the grant",
+		`if err := c.checkCurrent(ctx, "renew", g); err != nil {`, `if err := c.checkCurrent(ctx, "renew", g); err != nil && false {`),
+	ind("renew/not-mutating", grantGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
+		`r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
+	ind("release/realm-only-guard", grantGo, "Release deletes the owner key under the realm compare only",
+		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
+		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
+	ind("release/refusal-swallowed", grantGo, "a refused Release reports success",
+		`return c.CheckGuard("release", g, resp.Responses)`, `_ = c.CheckGuard("release", g, resp.Responses)`),
+	ind("holder/fence-create-revision", grantGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
+		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
+
+	// ---- coordinator/session.go
+	ind("session/margin-min", sessionGo, "the default margin is the smaller of TTL/10 and the minimum",
+		`margin: max(ttl/10, minMargin)`, `margin: min(ttl/10, minMargin)`),
+	ind("session/grant-deadline-from-answer", sessionGo, "the first local deadline counts from the lease grant's answer, not its send",
+		`deadline: sent.Add(ttl - o.margin),`, `deadline: time.Now().Add(ttl - o.margin),`),
+	ind("session/renew-deadline-from-answer", sessionGo, "a renewal's local deadline counts from its answer, not its send",
+		`d := sent.Add(time.Duration(resp.TTL)*time.Second - s.margin)`, `d := time.Now().Add(time.Duration(resp.TTL)*time.Second - s.margin)`),
+	ind("session/renew-unbounded", sessionGo, "a hanging renewal is not cut at the local deadline",
+		`rctx, cancel := context.WithDeadline(s.ctx, s.Deadline())`, `rctx, cancel := context.WithCancel(s.ctx)`),
+	ind("session/margin-equal-ttl", sessionGo, "a margin equal to the TTL is accepted (the session is born past its deadline)",
+		`if o.margin >= ttl {`, `if o.margin > ttl {`),
+	ind("session/ttl-fraction", sessionGo, "a TTL that is not whole seconds is accepted (and rounded by etcd)",
+		`if ttl <= 0 || ttl%time.Second != 0 {`, `if ttl <= 0 {`),
+	ind("session/raised-ttl-accepted", sessionGo, "a TTL etcd raised to its minimum is accepted silently",
+		`granted != ttl {`, `granted < ttl {`),
+	ind("session/raised-ttl-lease-leaked", sessionGo, "the lease of a refused raised TTL is not revoked",
+		`rerr := c.revoke(ctx, "session", int64(resp.ID))`, `var rerr error`),
+	ind("session/usable-ignores-end", sessionGo, "a session whose lease was lost (deadline not yet passed) still claims",
+		`if err := s.Err(); err != nil {`, `if err := s.Err(); err != nil && false {`),
+	ind("session/usable-ignores-deadline", sessionGo, "a session past its local deadline acts until its timer fires",
+		`if time.Now().After(s.Deadline()) {`, `if false {`),
+	ind("session/lease-lost-retried", sessionGo, "a keepalive told the lease is gone keeps retrying until the deadline",
+		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(err, rpctypes.ErrLeaseNotFound) && false:`),
+	ind("session/deadline-not-moved", sessionGo, "a confirmed renewal does not move the deadline timer",
+		`deadline.Reset(time.Until(d))`, ``),
+	ind("session/failed-renewal-retried-late", sessionGo, "a failed keepalive is retried only after a full interval",
+		`next.Reset(retry)`, `next.Reset(interval)`),
+	ind("session/close-expired-error", sessionGo, "closing a session whose lease already expired is an error",
+		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`),
+	ind("revoke/zero-lease", sessionGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
+		`if lease <= 0 {`, `if lease < 0 {`),
+
+	// ---- coordinator/held.go
+	ind("grants/old-realm-listed", heldGoI, "Session.Grants lists owner keys older than the realm",
+		`string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {`, `string(kv.Value) != s.owner {`),
+	ind("releasetask/any-lease", heldGoI, "ReleaseTask deletes an owner key of the same label on another lease",
+		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``),
+	ind("releasetask/any-owner", heldGoI, "ReleaseTask deletes an owner key of another label on the same lease",
+		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``),
+	ind("releasetask/gone-stale", heldGoI, "ReleaseTask of a task with no owner key is stale_owner, not expired_owner",
+		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`),
+
+	// ---- coordinator/limits.go
+	ind("limits/max-ops-inclusive", limitsGo, "a Txn of exactly max-txn-ops ops is refused",
+		`if n.n > max {`, `if n.n >= max {`),
+	ind("limits/range-end-inclusive", limitsGo, "a put of a ranged delete's end key counts as overlapping",
+		`bytes.Compare(key, d.to) < 0)`, `bytes.Compare(key, d.to) <= 0)`),
+	ind("limits/from-key-delete", limitsGo, "a from-key delete overlapping a put is not caught",
+		`(bytes.Equal(d.to, []byte{0}) || bytes.Compare(key, d.to) < 0)`, `bytes.Compare(key, d.to) < 0`),
+	ind("limits/double-put", limitsGo, "a key put twice in one branch is not caught",
+		`if puts[k] {`, `if false {`),
+	ind("limits/size-else-uncounted", limitsGo, "the size estimate leaves out the Else ops",
+		`for _, ops := range [][]clientv3.Op{r.Then, r.Else} {`, `for _, ops := range [][]clientv3.Op{r.Then} {`),
+
+	// ---- coordinator/realm.go
+	ind("realm/nested-off-by-one", realmGo, "the nesting check reads the realm itself as the first ancestor",
+		`if firstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
+	ind("realm/rotate-origin-unwritten", realmGo, "a rotation does not record the new realm's origin",
+		`then = append(then, clientv3.OpPut(c.keys.Origin(), origin))`, `_ = origin`),
+	ind("realm/create-uncompared", realmGo, "New creates the realm without comparing that it is absent",
+		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
+		`If:   c.noAncestorRealms(),`),
+
+	// ---- coordinator/keys.go
+	ind("keys/percent-unescaped", keysGo, "a label with '%' but no '/' is not escaped",
+		`if !strings.ContainsAny(label, "%/") {`, `if !strings.ContainsAny(label, "/") {`),
+	ind("keys/unescape-step", keysGo, "unescape steps one byte past an escape instead of three",
+		`i += 2`, `i++`),
+	ind("keys/label-80-refused", keysGo, "a label of exactly 80 bytes is refused",
+		`if len(s) > MaxLabelLen {`, `if len(s) >= MaxLabelLen {`),
+	ind("keys/label-space", keysGo, "a label may contain a space",
+		"c < 33 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte", "c < 32 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte"),
+	ind("keys/journal-unpadded", keysGo, "journal entries are keyed by an unpadded seq (entry 10 sorts before 2)",
+		`return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.JournalOperationPrefix(tenant, task, operation), seq)`),
+	ind("keys/tenant-prefix-open", keysGo, "a tenant's prefix lacks its trailing '/': tenant a covers tenant ab",
+		"return k.prefix + \"/\" + kind + \"/\" + escape(tenant) + \"/\"\n", "return k.prefix + \"/\" + kind + \"/\" + escape(tenant)\n"),
+	ind("keys/effect-prefix-open", keysGo, "a task's effect prefix lacks its trailing '/': task t covers task t2",
+		"return k.task(\"effects\", tenant, task) + \"/\"\n", "return k.task(\"effects\", tenant, task)\n"),
+	ind("keys/journal-op-prefix-open", keysGo, "an operation's journal prefix lacks its trailing '/': operation a covers a1",
+		`return k.JournalPrefix(tenant, task) + escape(operation) + "/"`, `return k.JournalPrefix(tenant, task) + escape(operation)`),
+	ind("keys/prefix-trailing-slash", keysGo, "a prefix ending in '/' is accepted",
+		`if strings.HasSuffix(p, "/") {`, `if false {`),
+
+	// ---- coordinator/disposition.go
+	ind("disposition/no-space-unclassed", dispGo, "no_space is not a hold (its class is unknown)",
+		`case AuthorityUnavailable, NoSpace:`, `case AuthorityUnavailable:`),
+	ind("disposition/foreign-error-hold", dispGo, "an error of no leasegate package reads as a hold, not outcome_unknown",
+		"\treturn OutcomeUnknown\n}\n\nfunc newError", "\treturn AuthorityUnavailable\n}\n\nfunc newError"),
+	ind("disposition/no-sentinel", dispGo, "errors.Is does not match an *Error to its disposition's sentinel",
+		`if s, ok := sentinels[e.Disposition]; ok {`, `if s, ok := sentinels[e.Disposition]; ok && false {`),
+	ind("disposition/sentinel-swapped", dispGo, "stale_owner unwraps to ErrExpiredOwner",
+		`StaleOwner:           ErrStaleOwner,`, `StaleOwner:           ErrExpiredOwner,`),
+
+	// ---- coordinator/transport.go
+	indN("classify/read-before-auth", transportGo, "a failed read is a hold before auth or NOSPACE are looked at: permission_denied on a read reads as unavailable",
+		Edit{"\tcase !r.mutating:\n\t\treturn newError(AuthorityUnavailable, r.op, r.tenant, r.task, \"read failed\", err)\n", ""},
+		Edit{"\tcase deniedByAuth(err, code):", "\tcase !r.mutating:\n\t\treturn newError(AuthorityUnavailable, r.op, r.tenant, r.task, \"read failed\", err)\n\tcase deniedByAuth(err, code):"}),
+	ind("classify/untracked-is-hold", transportGo, "a failed write on a client without DialOptions is a hold, not outcome_unknown",
+		"return newError(OutcomeUnknown, r.op, r.tenant, r.task,\n\t\t\t\"the etcd client lacks", "return newError(AuthorityUnavailable, r.op, r.tenant, r.task,\n\t\t\t\"the etcd client lacks"),
+	ind("classify/sent-inverted", transportGo, "the sent flag is read inverted: a sent write is a hold, an unsent one unknown",
+		`case !t.sent.Load():`, `case t.sent.Load():`),
+	ind("classify/unavailable-not-applied", transportGo, "gRPC Unavailable counts as refused before applying: a sent write that lost its answer is a hold",
+		`case codes.FailedPrecondition, codes.OutOfRange:`, `case codes.FailedPrecondition, codes.OutOfRange, codes.Unavailable:`),
+	ind("do/no-tracker", transportGo, "the send tracker is not attached to the request",
+		`err := f(context.WithValue(ctx, trackerKey{}, t))`, `err := f(ctx)`),
+	ind("do/no-request-timeout", transportGo, "a request without a deadline is not bounded by the request timeout",
+		`ctx, cancel = context.WithTimeoutCause(ctx, c.opts.requestTimeout, errRequestTimeout)`, `ctx, cancel = context.WithCancel(ctx)`),
+	ind("classify/unauthenticated-unknown", transportGo, "an Unauthenticated answer is not permission_denied",
+		`return code == codes.PermissionDenied || code == codes.Unauthenticated`, `return code == codes.PermissionDenied`),
+	ind("classify/lease-not-found-unnamed", transportGo, "etcd's lease-not-found is not expired_owner",
+		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(err, rpctypes.ErrLeaseNotFound) && false:`),
+	ind("txn/always-mutating", transportGo, "a read-only Txn is classified as a write: a failed read can be outcome_unknown",
+		`mutating: !r.ReadOnly}`, `mutating: true}`),
+	ind("txn/unchecked", transportGo, "a Txn etcd can never accept is sent instead of refused before I/O",
+		`if err := c.checkTxn(r); err != nil {`, `if err := c.checkTxn(r); err != nil && false {`),
+
+	// ---- coordinator/leases.go
+	ind("leases/stale-unmarked", leasesGo, "an owner key older than the realm is not marked stale in lease listings",
+		`Stale: realm != nil && kv.ModRevision < realm.ModRevision})`, `Stale: false})`),
+	ind("lease/zero-id", leasesGo, "Lease(0) is sent to etcd instead of refused as invalid_input",
+		`if id <= 0 {`, `if id < 0 {`),
+	ind("lease/expired-shown", leasesGo, "an expired lease is shown empty instead of expired_owner",
+		`if li.TTLLeft < 0 && li.GrantedTTL == 0 {`, `if false {`),
+
+	// ---- coordinator/restore.go
+	ind("origin/distance-sign", restoreGo, "revision − raft index is computed the other way round: a restore looks like a shrink",
+		`func (o Origin) distance() int64 { return o.Revision - int64(o.RaftIndex) }`, `func (o Origin) distance() int64 { return int64(o.RaftIndex) - o.Revision }`),
+	ind("origin/cluster-id-unchecked", restoreGo, "another cluster ID than the origin's raises no warning",
+		`if o.ClusterID != now.ClusterID {`, `if false {`),
+	ind("origin/two-clusters-accepted", restoreGo, "endpoints answering for two clusters are not refused",
+		`if answered && o.ClusterID != best.ClusterID {`, `if false {`),
+
+	// ---- coordinator/ownership.go
+	ind("owned/stale-owned", ownershipGo, "an owner key from before the realm counts as owned",
+		`func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }`, `func (o Ownership) Owned() bool { return o.Owner != "" }`),
+	ind("watch/rev-overlap", ownershipGo, "the ownership watch starts at the listed revision, not after it",
+		`clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())`, `clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithPrevKV())`),
+	ind("watch/resync-ignores-epoch", ownershipGo, "a re-list after a cut misses a task re-claimed meanwhile (same key, new epoch)",
+		`if _, still := now[key]; !still || now[key].Epoch != known[key].Epoch {`, `if _, still := now[key]; !still {`),
+	ind("watch/stale-delete-reported", ownershipGo, "the deletion of an owner key vacated at a rotation is reported again",
+		`continue // a stale key going away: it was vacated at the rotation`, ``),
+	ind("watch/rotation-ignored", ownershipGo, "a realm rotation does not vacate the owners it cut off",
+		`if o := known[key]; o.Epoch < ev.Kv.ModRevision {`, `if o := known[key]; false {`),
+
+	// ---- coordinator/leaseid.go
+	ind("leaseid/16-digits-decimal", leaseIDGo, "a 16-digit lease ID without a-f is read as decimal, not hex",
+		`case len(t) == 16 || strings.ContainsAny(t, "abcdefABCDEF"):`, `case strings.ContainsAny(t, "abcdefABCDEF"):`),
+	ind("leaseid/zero-accepted", leaseIDGo, "lease ID 0 parses",
+		`if u == 0 || u > 1<<63-1 {`, `if u > 1<<63-1 {`),
+	ind("leaseid/json-negative", leaseIDGo, "a hex lease ID over 2^63-1 in JSON reads as a negative lease",
+		`if err != nil || u > 1<<63-1 {`, `if err != nil {`),
+
+	// ---- fencedtxn/commit.go
+	ind("commit/scope-task-only", commitGo, "an intent for another tenant's task of the same name is not scope_mismatch",
+		`if in.Tenant != g.Tenant || in.Task != g.Task {`, `if in.Task != g.Task {`),
+	ind("commit/range-op-accepted", commitGo, "a caller op that is a range is accepted",
+		`if len(op.RangeBytes()) > 0 {`, `if false {`),
+	ind("commit/prefix-op-accepted", commitGo, "a caller op inside leasegate's prefix is accepted",
+		`if key := string(op.KeyBytes()); key == "" || strings.HasPrefix(key, prefix) {`, `if key := string(op.KeyBytes()); key == "" {`),
+	ind("commit/prefix-no-slash", commitGo, "a caller op under a sibling prefix (/leasegate-x) is refused as inside leasegate's",
+		`prefix := c.Keys().Prefix() + "/"`, `prefix := c.Keys().Prefix()`),
+	ind("commit/no-op-compare", commitGo, "the commit does not compare that the operation is unrecorded",
+		`clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),`, ``),
+	ind("commit/no-version-compare", commitGo, "the commit does not compare the state's version",
+		`clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))`, `)`),
+	ind("commit/receipt-version", commitGo, "the receipt's committed version is the expected one, not the next",
+		`CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}`, `CommittedVersion: in.ExpectedVersion, Epoch: g.Epoch}`),
+	ind("commit/digest-unchecked", commitGo, "a retry with another payload is a historical_retry, not operation_conflict",
+		`if rec.PayloadDigest != digest {`, `if false {`),
+	ind("commit/retry-revision-now", commitGo, "a historical retry's receipt carries the retry's revision, not the original commit's",
+		`prior.Revision = opKV[0].ModRevision`, `prior.Revision = resp.Header.Revision`),
+	ind("commit/digest-no-version", commitGo, "the payload digest leaves out the expected version",
+		`field(v[:])`, `_ = v`),
+	ind("commit/digest-no-length", commitGo, "the payload digest's fields are not length-prefixed",
+		`h.Write(n[:])`, ``),
+	ind("commit/session-unchecked", commitGo, "WithSession does not refuse a session that can no longer act",
+		`if err := o.session.Live(); err != nil {`, `if err := o.session.Live(); err != nil && false {`),
+	ind("commit/value-limit-inclusive", commitGo, "a value of exactly the limit is refused",
+		`if len(in.Value) > o.maxValue {`, `if len(in.Value) >= o.maxValue {`),
+	ind("commit/guard-refusal-skipped", commitGo, "a failed guard is not classified: the refusal reads as a version conflict or retry",
+		`if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {`, `if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil && false {`),
+	ind("commit/receipt-no-revision", commitGo, "a first commit's receipt carries no revision",
+		`receipt.Revision = resp.Header.Revision`, ``),
+
+	// ---- fencedtxn/guardcache.go, encode.go, state.go, guard.go
+	ind("guardcache/keyed-by-task", guardCacheGo, "the guard cache is keyed by task only: a later grant of the task gets an earlier grant's compares",
+		`k := guardKey{c, g}`, `k := guardKey{c, coordinator.Grant{Tenant: g.Tenant, Task: g.Task}}`),
+	ind("guardcache/no-coordinator", guardCacheGo, "the guard cache is not keyed by coordinator: another prefix gets this one's keys",
+		`k := guardKey{c, g}`, `k := guardKey{nil, g}`),
+	ind("guardcache/shared-slice", guardCacheGo, "the cached compares are handed out as the shared slice: appends of concurrent commits overwrite each other",
+		`cmps := append(make([]clientv3.Cmp, 0, len(e.cmps)+extra), e.cmps...)`, `cmps := e.cmps`),
+	ind("encode/quote-unescaped", encodeGo, "a '\"' in a label is written unescaped into the stored JSON",
+		`case '"':`, `case 0:`),
+	ind("get/not-read-only", stateGo, "Get is sent as a write: a lost answer reads as outcome_unknown",
+		`Task: task, ReadOnly: true,`, `Task: task, ReadOnly: false,`),
+	ind("get/revision-create", stateGo, "State.Revision is the state key's CreateRevision, not the last commit's",
+		`st.Revision = kvs[0].ModRevision`, `st.Revision = kvs[0].CreateRevision`),
+	ind("refusal/succeeded-classified", txnGuardGo, "Refusal classifies a Txn that succeeded",
+		`if resp == nil || resp.Succeeded {`, `if resp == nil {`),
+
+	// ---- ledger/transition.go
+	ind("ledger/table-confirmed-reauthorized", transitionGo, "the table lets reconcile move a CONFIRMED record back to AUTHORIZED",
+		`{Dispatching, Confirmed, StepDispatch},`, "{Dispatching, Confirmed, StepDispatch},\n\t{Confirmed, Authorized, StepReconcile},"),
+	ind("ledger/table-no-takeover-unknown", transitionGo, "the table lacks DISPATCHING to UNKNOWN by reconcile (an older epoch's dispatch)",
+		`{Dispatching, Unknown, StepReconcile}, // an older epoch's dispatch, on takeover`, ``),
+	ind("ledger/record-compare-exists", transitionGo, "a transition compares only that the record exists, not its revision",
+		`recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)`, `recCmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)`),
+	ind("ledger/journal-overwrite", transitionGo, "a transition's journal entry is written under the previous seq",
+		`clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
+	ind("ledger/transition-unguarded", transitionGo, "a transition is not fenced by the grant",
+		`If: append(l.c.Guard(g), recCmp),`, `If: []clientv3.Cmp{recCmp},`),
+	ind("ledger/same-decision-any-epoch", transitionGo, "a repeated Reject/Resolve under another grant is taken as the same decision",
+		`t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner`, `t.By == ch.by && t.Owner == g.Owner`),
+	ind("ledger/moved-illegal-as-conflict", transitionGo, "a record that moved to a state the step may not leave is version_conflict, not illegal_transition",
+		`if !Allowed(cur.State, ch.to, ch.by) {`, `if false {`),
+
+	// ---- ledger/record.go
+	ind("ledger/terminal-unknown-state", recordGo, "a state the ledger does not know reads as terminal",
+		`if _, err := ParseState(string(s)); err != nil {`, `if _, err := ParseState(string(s)); err != nil && false {`),
+	ind("ledger/evidence-whitespace", recordGo, "whitespace detail counts as evidence",
+		`len(bytes.TrimSpace(e.Detail)) == 0 }`, `len(e.Detail) == 0 }`),
+	ind("ledger/canonical-trailing", recordGo, "params holding two JSON values are accepted (the second ignored)",
+		`if d.More() {`, `if false {`),
+	ind("ledger/approval-digest-no-note", recordGo, "the approval digest leaves out the note",
+		`a.At.UTC().Format(time.RFC3339Nano), a.Note)`, `a.At.UTC().Format(time.RFC3339Nano))`),
+	ind("ledger/empty-provider-id", recordGo, "an empty provider id is accepted as evidence",
+		`if id == "" || len(id) > maxProviderIDLen {`, `if len(id) > maxProviderIDLen {`),
+
+	// ---- ledger/gateway.go
+	indN("ledger/dispatch-remints-id", gatewayGo, "each attempt to record the dispatch claim mints a new dispatch id: after a lost answer the claim is not recognised as ours",
+		Edit{`at, id := l.now().UTC(), uuid.NewString()`, `at := l.now().UTC()`},
+		Edit{`r.Attempts+1, at, id`, `r.Attempts+1, at, uuid.NewString()`}),
+	ind("ledger/persist-any-dispatch", gatewayGo, "after a lost answer, a record at the target state is taken as ours whatever its dispatch id",
+		`out.Seq == from.Seq+1 && out.DispatchID == want.DispatchID:`, `out.Seq == from.Seq+1:`),
+	ind("ledger/persist-unknown-forgotten", gatewayGo, "a transition whose answer was lost is retried as if it never applied",
+		`unknown = true`, ``),
+	ind("ledger/dispatch-unfenced-read", gatewayGo, "Dispatch reads the record without the grant's guard: a stale grant reaches the adapter's Precondition",
+		`rec, err := l.fencedRead(ctx, op, g, operation)`, `rec, err := l.read(ctx, op, g, operation)`),
+	ind("ledger/apply-old-epoch", gatewayGo, "Apply is called with the record's previous epoch, not the dispatching grant's",
+		`ev, applyErr := ad.Apply(actx, rec.Effect, operation, g.Epoch)`, `ev, applyErr := ad.Apply(actx, rec.Effect, operation, rec.Epoch)`),
+	ind("ledger/outcome-cancellable", gatewayGo, "the provider's answer is recorded under the caller's context: a cancel after Apply loses it",
+		`return l.persist(context.WithoutCancel(ctx), g, claimed,`, `return l.persist(ctx, g, claimed,`),
+	ind("ledger/confirm-without-evidence", gatewayGo, "an Apply that answered without evidence is CONFIRMED",
+		`case err == nil && !ev.Empty():`, `case err == nil:`),
+	ind("ledger/refused-without-evidence-failed", gatewayGo, "a refusal without evidence is FAILED",
+		`case errors.As(err, &refused) && !refused.Evidence.Empty():`, `case errors.As(err, &refused):`),
+	ind("ledger/ambiguous-failed", gatewayGo, "an ambiguous Apply error is FAILED, not UNKNOWN",
+		`ch := change{to: Unknown, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}`, `ch := change{to: Failed, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}`),
+	ind("ledger/propose-any-digest", gatewayGo, "Propose of an existing operation with another effect returns the record",
+		`if out.ParamsDigest == d {`, `if out.Operation == operation {`),
+	ind("ledger/authorize-any-world", gatewayGo, "an approval of another observed world is accepted",
+		`case a.PreconditionDigest != rec.Precondition.Digest:`, `case a.PreconditionDigest == "":`),
+	ind("ledger/authorize-repeat-any", gatewayGo, "any approval of an AUTHORIZED record returns it unchanged",
+		`if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {`, `if rec.State == Authorized {`),
+	ind("ledger/record-revision-create", gatewayGo, "a record's revision is read from its CreateRevision: the next transition compares the wrong revision",
+		`rec.Revision = kvs[0].ModRevision`, `rec.Revision = kvs[0].CreateRevision`),
+
+	// ---- ledger/reconcile.go
+	ind("reconcile/own-epoch", reconcileGo, "Reconcile marks this epoch's own in-flight dispatch UNKNOWN",
+		`if rec.State == Dispatching && rec.Epoch < g.Epoch {`, `if rec.State == Dispatching && rec.Epoch <= g.Epoch {`),
+	ind("reconcile/applied-no-evidence", reconcileGo, "an Observe of applied without evidence is CONFIRMED",
+		`case outcome == Applied && ev.Empty():`, `case false:`),
+	ind("reconcile/not-retry-safe", reconcileGo, "not applied is re-authorized even for a provider whose retries are not safe",
+		`case !c.RetrySafe:`, `case false:`),
+	ind("reconcile/retention-boundary", reconcileGo, "a dispatch exactly one retention old is retried",
+		`age >= c.Retention:`, `age > c.Retention:`),
+	ind("reconcile/precondition-error-supersedes", reconcileGo, "a precondition that cannot be observed supersedes the record",
+		`err == nil && !same {`, `err != nil || !same {`),
+	ind("reconcile/inconclusive-stays", reconcileGo, "inconclusive past the bound stays UNKNOWN instead of MANUAL_REVIEW",
+		`if last == Pending {`, `if last == Pending || last == Inconclusive {`),
+	ind("resolve/failed-no-evidence", reconcileGo, "Resolve to FAILED without evidence is accepted",
+		`if (to == Confirmed || to == Failed) && ev.Empty() {`, `if to == Confirmed && ev.Empty() {`),
+
+	// ---- retention/collector.go
+	indN("gc/mark-clock-before-revision", collectorGo, "a mark's time is read before its revision is learned",
+		Edit{"\tresp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: \"gc mark\","},
+		Edit{"\tat := g.now().UTC()\n\t_, err = g.c.Txn", "\t_, err = g.c.Txn"}),
+	ind("gc/mark-seconds", collectorGo, "marks are stamped to the second: a mark reads up to 1s older than it is",
+		`OpPut(g.keys.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.keys.RetentionMark(rev), at.Format(time.RFC3339))`),
+	ind("gc/horizon-oldest", collectorGo, "the horizon is the oldest old mark, not the newest",
+		`if m.rev > newest.rev {`, `if m.rev < newest.rev {`),
+	ind("gc/horizon-mark-collected", collectorGo, "the horizon's own mark is collected with the older ones",
+		`if m.rev < newest.rev {`, `if m.rev <= newest.rev {`),
+	ind("gc/effects-unresolved", collectorGo, "ledger records are collected whatever their state",
+		`if json.Unmarshal(kv.Value, &rec) != nil || !resolved(rec.State) {`, `if json.Unmarshal(kv.Value, &rec) != nil {`),
+	ind("gc/owned-by-owner-key", collectorGo, "owned tasks are recorded by owner key, so no fence reads as owned in the plan",
+		`owned[g.keys.Fence(tenant, task)] = true`, `owned[g.keys.Owner(tenant, task)] = true`),
+	ind("gc/op-guard-dropped", collectorGo, "an operation record is deleted without comparing the state's version",
+		`cmps = append(cmps, clientv3.Compare(clientv3.Version(g.keys.State(c.Tenant, c.Task)), ">", c.MinStateVersion-1))`, ``),
+	ind("gc/op-guard-off-by-one", collectorGo, "an operation record is deleted while the state is one version short of it",
+		`">", c.MinStateVersion-1))`, `">", c.MinStateVersion-2))`),
+	ind("gc/fence-guard-dropped", collectorGo, "a fence is deleted without comparing that nobody owns the task",
+		`cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.keys.Owner(c.Tenant, c.Task)), "=", 0))`, ``),
+	ind("gc/candidate-key-unchecked", collectorGo, "Apply does not check a candidate's key against its tenant, task and operation",
+		`if want := g.keyOf(c); c.Kind != KindMark && c.Key != want {`, `if want := g.keyOf(c); false && c.Key != want {`),
+	ind("gc/prefix-no-slash", collectorGo, "Apply accepts a candidate under a sibling prefix (/leasegate-x)",
+		`!strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {`, `!strings.HasPrefix(c.Key, g.keys.Prefix()) {`),
+	ind("gc/journal-kept", collectorGo, "a collected ledger record's journal entries are left behind",
+		`dels = append(dels, clientv3.OpDelete(g.keys.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))`, ``),
+	ind("gc/batch-all-kept", collectorGo, "one failed guard keeps its whole batch",
+		"r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}", "r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}\n\t\tr.Kept = append(r.Kept, batch...)\n\t\tcontinue"),
+	ind("gc/page-overlap", collectorGo, "a scan's next page starts at the last key read, not after it",
+		`from = string(rr.Kvs[len(rr.Kvs)-1].Key) + "\x00"`, `from = string(rr.Kvs[len(rr.Kvs)-1].Key)`),
+	ind("gc/batch-over-limit", collectorGo, "a batch of deletes holds more compares than etcd's max-txn-ops",
+		`const batchSize = 50`, `const batchSize = 100`),
+	ind("gc/min-version-zero", collectorGo, "Apply accepts an operation candidate without the version it committed",
+		`if c.Kind == KindOp && c.MinStateVersion < 1 {`, `if false {`),
+	ind("gc/owned-fence-planned", collectorGo, "the plan lists the fences of owned tasks",
+		`if kv.ModRevision >= h || owned[string(kv.Key)] {`, `if kv.ModRevision >= h {`),
+}
