@@ -32,6 +32,9 @@ const (
 	stateGo     = "fencedtxn/state.go"
 	txnGuardGo  = "fencedtxn/guard.go"
 	recordGo    = "ledger/record.go"
+	intentGo    = "ledger/intent.go"
+	decodeGo    = "ledger/decode.go"
+	resolveGo   = "ledger/resolve.go"
 )
 
 // ind is one single-edit independent mutation, run against its package and
@@ -96,6 +99,8 @@ var indepMutations = []Mutation{
 		`return refuse(GenerationMismatch, "grant realm %s, authority realm %s"`, `return refuse(StaleOwner, "grant realm %s, authority realm %s"`),
 	ind("checkguard/fence-owner-unchecked", fenceGo, "CheckGuard does not compare the fence record's owner with the grant's",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`),
+	ind("current/not-validated", fenceGo, "Current sends a grant that is not a grant at all instead of refusing it as invalid_input",
+		"if err := g.Validate(); err != nil {\n\t\treturn Invalid(op, \"%v\", err)", "if err := g.Validate(); err != nil && false {\n\t\treturn Invalid(op, \"%v\", err)"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
 		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})"),
 
@@ -109,7 +114,7 @@ var indepMutations = []Mutation{
 	ind("grant/unknown-json-fields", grantGo, "a grant's JSON with a misspelt field reads as a zero value",
 		`dec.DisallowUnknownFields()`, ``),
 	ind("renew/not-checked", grantGo, "Renew keeps a stale grant's lease alive without checking the grant",
-		`if err := c.checkCurrent(ctx, "renew", g); err != nil {`, `if err := c.checkCurrent(ctx, "renew", g); err != nil && false {`),
+		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
 	ind("renew/not-mutating", grantGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
 		`r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
 	ind("release/realm-only-guard", grantGo, "Release deletes the owner key under the realm compare only",
@@ -359,7 +364,7 @@ var indepMutations = []Mutation{
 	ind("ledger/dispatch-unfenced-read", gatewayGo, "Dispatch reads the record without the grant's guard: a stale grant reaches the adapter's Precondition",
 		`rec, err := l.fencedRead(ctx, op, g, operation)`, `rec, err := l.read(ctx, op, g, operation)`),
 	ind("ledger/apply-old-epoch", gatewayGo, "Apply is called with the record's previous epoch, not the dispatching grant's",
-		`ev, applyErr := ad.Apply(actx, rec.Effect, operation, g.Epoch)`, `ev, applyErr := ad.Apply(actx, rec.Effect, operation, rec.Epoch)`),
+		"Epoch: g.Epoch,\n\t\tAttempt: claimed.Attempts", "Epoch: rec.Epoch,\n\t\tAttempt: claimed.Attempts"),
 	ind("ledger/outcome-cancellable", gatewayGo, "the provider's answer is recorded under the caller's context: a cancel after Apply loses it",
 		`return l.persist(context.WithoutCancel(ctx), g, claimed,`, `return l.persist(ctx, g, claimed,`),
 	ind("ledger/confirm-without-evidence", gatewayGo, "an Apply that answered without evidence is CONFIRMED",
@@ -368,13 +373,13 @@ var indepMutations = []Mutation{
 		`case errors.As(err, &refused) && !refused.Evidence.Empty():`, `case errors.As(err, &refused):`),
 	ind("ledger/ambiguous-failed", gatewayGo, "an ambiguous Apply error is FAILED, not UNKNOWN",
 		`ch := change{to: Unknown, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}`, `ch := change{to: Failed, by: StepDispatch, reason: "ambiguous: " + truncate(err.Error())}`),
-	ind("ledger/propose-any-digest", gatewayGo, "Propose of an existing operation with another effect returns the record",
+	ind("ledger/propose-any-digest", intentGo, "Propose of an existing operation with another effect returns the record",
 		`if out.ParamsDigest == d {`, `if out.Operation == operation {`),
-	ind("ledger/authorize-any-world", gatewayGo, "an approval of another observed world is accepted",
+	ind("ledger/authorize-any-world", intentGo, "an approval of another observed world is accepted",
 		`case a.PreconditionDigest != rec.Precondition.Digest:`, `case a.PreconditionDigest == "":`),
-	ind("ledger/authorize-repeat-any", gatewayGo, "any approval of an AUTHORIZED record returns it unchanged",
+	ind("ledger/authorize-repeat-any", intentGo, "any approval of an AUTHORIZED record returns it unchanged",
 		`if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {`, `if rec.State == Authorized {`),
-	ind("ledger/record-revision-create", gatewayGo, "a record's revision is read from its CreateRevision: the next transition compares the wrong revision",
+	ind("ledger/record-revision-create", decodeGo, "a record's revision is read from its CreateRevision: the next transition compares the wrong revision",
 		`rec.Revision = kvs[0].ModRevision`, `rec.Revision = kvs[0].CreateRevision`),
 
 	// ---- ledger/reconcile.go
@@ -382,6 +387,10 @@ var indepMutations = []Mutation{
 		`if rec.State == Dispatching && rec.Epoch < g.Epoch {`, `if rec.State == Dispatching && rec.Epoch <= g.Epoch {`),
 	ind("reconcile/applied-no-evidence", reconcileGo, "an Observe of applied without evidence is CONFIRMED",
 		`case outcome == Applied && ev.Empty():`, `case false:`),
+	ind("reconcile/not-applied-trusted-without-lookup", reconcileGo, "without a lookup by id, one observation of not applied is trusted at once",
+		`case outcome == NotApplied && lookup:`, `case outcome == NotApplied:`),
+	ind("reconcile/supersede-without-contract", reconcileGo, "not applied in a changed world supersedes even when a late attempt could still land (no Lookup, no Conditional)",
+		`if !c.Lookup && !c.Conditional {`, `if false {`),
 	ind("reconcile/not-retry-safe", reconcileGo, "not applied is re-authorized even for a provider whose retries are not safe",
 		`case !c.RetrySafe:`, `case false:`),
 	ind("reconcile/retention-boundary", reconcileGo, "a dispatch exactly one retention old is retried",
@@ -390,7 +399,7 @@ var indepMutations = []Mutation{
 		`err == nil && !same {`, `err != nil || !same {`),
 	ind("reconcile/inconclusive-stays", reconcileGo, "inconclusive past the bound stays UNKNOWN instead of MANUAL_REVIEW",
 		`if last == Pending {`, `if last == Pending || last == Inconclusive {`),
-	ind("resolve/failed-no-evidence", reconcileGo, "Resolve to FAILED without evidence is accepted",
+	ind("resolve/failed-no-evidence", resolveGo, "Resolve to FAILED without evidence is accepted",
 		`if (to == Confirmed || to == Failed) && ev.Empty() {`, `if to == Confirmed && ev.Empty() {`),
 
 	// ---- retention/collector.go
