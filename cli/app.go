@@ -49,8 +49,9 @@ func New() *cli.App {
 		Description: `leasegate answers one question at the moment a protected write happens: is this
 actor, right now, the current owner of this task? Exit codes: 0 done, 1 refused,
 2 invalid input, 3 authority unavailable (hold), 4 outcome unknown (retry the same
-request), 5 ownership lost under 'run', 6 permission denied (fix the credentials'
-role), 7 no leasegate keyspace at --prefix (reads never create one).
+request), 5 ownership lost under 'run', 6 permission denied or unauthenticated (fix the
+prefix, role or credentials; retrying will not help), 7 no leasegate keyspace
+at --prefix (reads never create one).
 
 Example:
    leasegate etcd --data-dir /tmp/lg.etcd &

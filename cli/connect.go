@@ -206,6 +206,9 @@ func connectWith(ctx context.Context, c *cli.Context,
 	g := globalsOf(c)
 	client, err := newClient(g)
 	if err != nil {
+		if coordinator.DispositionOf(err) == coordinator.AuthorityUnavailable && errors.Is(err, context.DeadlineExceeded) {
+			err = withHandshakeReason(c, err)
+		}
 		return nil, nil, err
 	}
 	closeClient := func() { _ = client.Close() }
@@ -218,8 +221,8 @@ func connectWith(ctx context.Context, c *cli.Context,
 	if err != nil {
 		closeClient()
 		if errors.Is(context.Cause(dctx), errDialTimeout) && coordinator.DispositionOf(err) == coordinator.AuthorityUnavailable {
-			err = &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
-				Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)}
+			err = withHandshakeReason(c, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
+				Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)})
 		}
 		return nil, nil, err
 	}
@@ -239,10 +242,24 @@ func newClient(g *globals) (*clientv3.Client, error) {
 		Logger:      g.lg.Named("etcd-client"),
 	})
 	if err != nil {
-		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
-			Detail: fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(g.endpoints, ",")), Err: err}
+		return nil, coordinator.ConnectError("connect", g.endpoints, err)
 	}
 	return client, nil
+}
+
+// withHandshakeReason replaces err, a connection that never became ready,
+// by what a handshake of its own shows (handshake.go), if it shows
+// anything. It asks for no longer than --dial-timeout, and not at all when
+// the command was interrupted.
+func withHandshakeReason(c *cli.Context, err error) error {
+	if c.Context.Err() != nil {
+		return err
+	}
+	g := globalsOf(c)
+	if found := handshakeReason(c.Context, g, "connect", g.dialTimeout); found != nil {
+		return found
+	}
+	return err
 }
 
 // waitReady cancels ctx with errDialTimeout unless the client's connection

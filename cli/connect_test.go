@@ -11,9 +11,9 @@ import (
 )
 
 // TestAuth: --user and --password (or name:password, or the environment)
-// reach an etcd with authentication on; a wrong password is a hold (exit 3:
-// nothing was written), never a refusal; no credentials at all is etcd's
-// auth refusing the request: permission_denied (exit 6).
+// reach an etcd with authentication on; a wrong password, or no
+// credentials at all, is unauthenticated (exit 6: fix the credentials;
+// nothing was written), never a hold.
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	// WithAuth: root with password s3cret, auth on, and a cheap password
@@ -29,8 +29,8 @@ func TestAuth(t *testing.T) {
 	}{
 		{"user and password", []string{"--user", "root", "--password", "s3cret"}, cli.ExitDone, "ok"},
 		{"name:password", []string{"--user", "root:s3cret"}, cli.ExitDone, "ok"},
-		{"wrong password", []string{"--user", "root", "--password", "nope"}, cli.ExitUnavailable, coordinator.AuthorityUnavailable},
-		{"no credentials", nil, cli.ExitDenied, coordinator.PermissionDenied}, // etcd's auth refused: not a hold
+		{"wrong password", []string{"--user", "root", "--password", "nope"}, cli.ExitDenied, coordinator.Unauthenticated},
+		{"no credentials", nil, cli.ExitDenied, coordinator.Unauthenticated}, // not a hold
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

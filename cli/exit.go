@@ -21,7 +21,7 @@ const (
 	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
 	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
 	ExitOwnershipLost  = 5 // run: ownership was lost and the child was stopped
-	ExitDenied         = 6 // permission_denied: etcd's auth refused; nothing written
+	ExitDenied         = 6 // permission_denied, unauthenticated: etcd's auth refused; nothing written
 	ExitNotFound       = 7 // no_keyspace: nothing at this prefix to read; nothing written
 )
 

@@ -43,6 +43,12 @@ const (
 	// lacks the prefix); nothing was written. Not a hold: retrying with the
 	// same credentials gets the same answer.
 	PermissionDenied Disposition = "permission_denied"
+	// Unauthenticated: etcd did not accept who the client says it is (a
+	// bad password, an unknown user, no user at all, a token it no longer
+	// accepts that the client could not renew), or the TLS handshake
+	// failed on a certificate; nothing was written. Not a hold: the same
+	// credentials get the same answer.
+	Unauthenticated Disposition = "unauthenticated"
 	// NoKeyspace: a read of a prefix that holds no leasegate keyspace (no
 	// realm key). Nothing was written: reads never create the realm.
 	NoKeyspace Disposition = "no_keyspace"
@@ -58,7 +64,7 @@ var dispositions = []Disposition{
 	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
 	IllegalTransition,
 	InvalidInput, AuthorityUnavailable, NoSpace, OutcomeUnknown,
-	PermissionDenied, NoKeyspace,
+	PermissionDenied, Unauthenticated, NoKeyspace,
 }
 
 // Dispositions lists every disposition, done ones first. It returns a new
@@ -77,7 +83,7 @@ const (
 	ClassInvalid
 	ClassUnavailable
 	ClassOutcomeUnknown
-	ClassDenied   // permission_denied: fix the credentials
+	ClassDenied   // permission_denied, unauthenticated: fix the configuration; retrying will not help
 	ClassNotFound // no_keyspace: nothing there to read
 )
 
@@ -93,7 +99,7 @@ func (d Disposition) Class() Class {
 		return ClassInvalid
 	case AuthorityUnavailable, NoSpace:
 		return ClassUnavailable
-	case PermissionDenied:
+	case PermissionDenied, Unauthenticated:
 		return ClassDenied
 	case NoKeyspace:
 		return ClassNotFound
@@ -125,7 +131,9 @@ func (d Disposition) Hint() string {
 	case InvalidInput:
 		return "fix the input; nothing was sent"
 	case PermissionDenied:
-		return "etcd refused the credentials for this prefix; grant the user's role readwrite on the leasegate prefix (see docs/operations.md); nothing was written"
+		return "etcd's auth refused access to this prefix; check --prefix first (a mistyped prefix lies outside the role), else grant the user's role readwrite on the prefix (docs/operations.md); nothing was written"
+	case Unauthenticated:
+		return "etcd did not accept the credentials; check the user, password and client certificate; retrying will not help; nothing was written"
 	case NoKeyspace:
 		return "no leasegate keyspace at this prefix (no realm key); check --prefix, or create it with an acting command (claim); nothing was written"
 	case NoSpace:
@@ -153,6 +161,7 @@ var (
 	ErrOutcomeUnknown       = errors.New("coordinator: outcome unknown")
 	ErrIllegalTransition    = errors.New("coordinator: illegal transition")
 	ErrPermissionDenied     = errors.New("coordinator: permission denied")
+	ErrUnauthenticated      = errors.New("coordinator: unauthenticated")
 	ErrNoKeyspace           = errors.New("coordinator: no keyspace")
 	ErrNoSpace              = errors.New("coordinator: no space")
 )
@@ -170,6 +179,7 @@ var sentinels = map[Disposition]error{
 	OutcomeUnknown:       ErrOutcomeUnknown,
 	IllegalTransition:    ErrIllegalTransition,
 	PermissionDenied:     ErrPermissionDenied,
+	Unauthenticated:      ErrUnauthenticated,
 	NoKeyspace:           ErrNoKeyspace,
 	NoSpace:              ErrNoSpace,
 }

@@ -33,7 +33,11 @@ func TestClassifyEveryBranch(t *testing.T) {
 	}{
 		{"lease gone", true, sent, rpctypes.ErrLeaseNotFound, ExpiredOwner},
 		{"auth: permission denied", true, sent, rpctypes.ErrPermissionDenied, PermissionDenied},
-		{"auth: bad token", true, sent, rpctypes.ErrInvalidAuthToken, PermissionDenied},
+		{"auth: bad password", true, sent, rpctypes.ErrAuthFailed, Unauthenticated},
+		{"auth: no user", false, sent, rpctypes.ErrUserEmpty, Unauthenticated},
+		{"auth: a token not renewed", true, sent, rpctypes.ErrInvalidAuthToken, Unauthenticated},
+		{"auth: gRPC unauthenticated", true, sent, status.Error(codes.Unauthenticated, "no"), Unauthenticated},
+		{"auth: role not granted", true, sent, rpctypes.ErrRoleNotGranted, PermissionDenied},
 		{"NOSPACE", true, sent, rpctypes.ErrNoSpace, NoSpace},
 		{"too many ops", true, sent, rpctypes.ErrTooManyOps, InvalidInput},
 		{"over gRPC's send limit", true, unsent, status.Error(codes.ResourceExhausted, "trying to send message larger than max (3 vs. 2)"), InvalidInput},

@@ -99,8 +99,10 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 // classify names a failed request, first match wins:
 //
 //   - etcd named the lease gone: expired_owner;
-//   - etcd's auth refused it (role lacks the prefix, bad credentials):
-//     permission_denied;
+//   - etcd did not accept the credentials (a bad password, an unknown
+//     user, no user, a token it no longer accepts that the client could
+//     not renew): unauthenticated;
+//   - etcd's auth refused it (the role lacks the prefix): permission_denied;
 //   - etcd's NOSPACE alarm: no_space (a hold);
 //   - a request etcd can never accept (too many ops, too large, a key
 //     twice, another InvalidArgument), or one gRPC would not send (over its
@@ -115,9 +117,11 @@ func (c *Coordinator) classify(r request, t *sendTracker, err error) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return newError(ExpiredOwner, r.op, r.tenant, r.task, "lease not found", err)
+	case unauthenticated(err, code):
+		return newError(Unauthenticated, r.op, r.tenant, r.task, "etcd did not accept the credentials"+c.userNamed(), err)
 	case deniedByAuth(err, code):
 		return newError(PermissionDenied, r.op, r.tenant, r.task,
-			fmt.Sprintf("etcd's auth refused the request; the user's role needs readwrite on %s/", c.keys.prefix), err)
+			fmt.Sprintf("etcd's auth refused the request; %s may be mistyped, or the user's role lacks readwrite on %s/", c.keys.prefix, c.keys.prefix), err)
 	case isNoSpace(err):
 		return newError(NoSpace, r.op, r.tenant, r.task, "etcd's NOSPACE alarm is raised: it applies no write until an operator frees space and disarms it", err)
 	case neverAcceptable(err, code):
@@ -150,14 +154,28 @@ func codeOf(err error) codes.Code {
 	return codes.Unknown
 }
 
-// authErrors are etcd's answers that the credentials do not allow the
-// request. Some are InvalidArgument on the wire, so they are matched by
-// value before codes are.
-var authErrors = []error{
-	rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound,
-	rpctypes.ErrInvalidAuthToken, rpctypes.ErrRoleNotGranted,
-	rpctypes.ErrPermissionNotGranted,
+// loginErrors are etcd's answers that it does not know who the client is:
+// the password or user is wrong, no user was given, or the token is one
+// etcd no longer accepts (the etcd client renews an expired token itself,
+// so one that reaches leasegate could not be renewed). Some are
+// InvalidArgument on the wire, so they are matched by value before codes
+// are.
+var loginErrors = []error{
+	rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound, rpctypes.ErrInvalidAuthToken,
 }
+
+func unauthenticated(err error, code codes.Code) bool {
+	for _, a := range loginErrors {
+		if errors.Is(err, a) {
+			return true
+		}
+	}
+	return code == codes.Unauthenticated
+}
+
+// authErrors are etcd's answers that the user's roles do not allow the
+// request.
+var authErrors = []error{rpctypes.ErrPermissionDenied, rpctypes.ErrRoleNotGranted, rpctypes.ErrPermissionNotGranted}
 
 func deniedByAuth(err error, code codes.Code) bool {
 	for _, a := range authErrors {
@@ -165,7 +183,27 @@ func deniedByAuth(err error, code codes.Code) bool {
 			return true
 		}
 	}
-	return code == codes.PermissionDenied || code == codes.Unauthenticated
+	return code == codes.PermissionDenied
+}
+
+// userNamed is " (user NAME)" for a client that logs in with a password,
+// for the detail of an unauthenticated answer.
+func (c *Coordinator) userNamed() string {
+	if c.client == nil || c.client.Username == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (user %q)", c.client.Username)
+}
+
+// ConnectError names the failure of clientv3.New, which logs in when its
+// Config has a user: unauthenticated when etcd did not accept the
+// credentials (as classify names it), else authority_unavailable (nothing
+// was sent that could have applied). op names the step ("connect").
+func ConnectError(op string, endpoints []string, err error) *Error {
+	if unauthenticated(err, codeOf(err)) {
+		return newError(Unauthenticated, op, "", "", fmt.Sprintf("etcd at %s did not accept the credentials", strings.Join(endpoints, ",")), err)
+	}
+	return newError(AuthorityUnavailable, op, "", "", fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(endpoints, ",")), err)
 }
 
 // neverAcceptable reports a request etcd refuses as malformed whatever its

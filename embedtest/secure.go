@@ -74,6 +74,7 @@ func WithAuth(rootPassword string) Option {
 // and leasegate's --cacert, --cert and --key take.
 type TLSFiles struct {
 	CA         string // the CA that signed every certificate below
+	CAKey      string // its key, for a test that issues certificates of its own (an expired one, say)
 	MemberCert string // the members' certificate (server and peer)
 	MemberKey  string
 	ClientCert string // a client certificate (CN leasegate-embedtest-client, not a user name)
@@ -248,7 +249,7 @@ func makeCerts(dir string) (*TLSFiles, error) {
 		return nil, err
 	}
 	f := &TLSFiles{
-		CA:         filepath.Join(dir, "ca.pem"),
+		CA: filepath.Join(dir, "ca.pem"), CAKey: filepath.Join(dir, "ca-key.pem"),
 		MemberCert: filepath.Join(dir, "member.pem"), MemberKey: filepath.Join(dir, "member-key.pem"),
 		ClientCert: filepath.Join(dir, "client.pem"), ClientKey: filepath.Join(dir, "client-key.pem"),
 	}
@@ -270,6 +271,13 @@ func makeCerts(dir string) (*TLSFiles, error) {
 		return nil, err
 	}
 	if err := writePEM(f.CA, "CERTIFICATE", caDER); err != nil {
+		return nil, err
+	}
+	caKeyDER, err := x509.MarshalPKCS8PrivateKey(caKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePEM(f.CAKey, "PRIVATE KEY", caKeyDER); err != nil {
 		return nil, err
 	}
 	leaves := []struct {
