@@ -41,18 +41,31 @@ longer knows — expired or revoked — is expired_owner (exit 1). It only reads
 			},
 			{
 				Name:  "revoke",
-				Usage: "operator's forced expiry: revoke a lease and every owner key on it",
+				Usage: "operator's forced expiry: revoke a leasegate lease and every owner key on it",
 				Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
 task claimed on it is vacated and its grant is refused (expired_owner) from
 then on; a 'leasegate run' holding it stops its child. --lease takes the
 ID in hex as leasegate and etcdctl print it (or decimal, or 0x and hex);
---grant takes a grant file (or claim's output) and revokes its lease.`,
+--grant takes a grant file (or claim's output) and revokes its lease.
+
+Only a lease that carries owner keys of this keyspace (--prefix) and no
+other key is revoked: another application's lease, a lease with keys
+outside the keyspace, or one whose tasks were all released is refused
+(invalid_input, exit 2) and nothing is revoked. The check is a read sent
+right before the revoke: a key attached to the lease in between is
+deleted with it.
+
+--force revokes whatever the lease carries. It is dangerous: revoking
+another application's lease deletes its keys (a lock, a registration) at
+once, and etcd lets any user revoke a lease that carries no key.`,
 					"leasegate lease revoke --lease 694d7c7e0c1f4a01",
 					"leasegate lease revoke --lease 7587883720139372801",
-					"leasegate lease revoke --grant grant.json"),
+					"leasegate lease revoke --grant grant.json",
+					"leasegate lease revoke --force --lease 694d7c7e0c1f4a01   # DANGEROUS: any lease, any keys"),
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
 					grantFlag(),
+					&cli.BoolFlag{Name: "force", Usage: "DANGEROUS: revoke the lease whatever keys it carries, another application's too"},
 				},
 				Action: leaseRevoke,
 			},
@@ -170,32 +183,32 @@ func leaseRevoke(c *cli.Context) error {
 	}
 	var out revokeOutput
 	err = withReader(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
-		out, err = revokeLease(ctx, co, id)
+		out, err = revokeLease(ctx, co, id, c.Bool("force"))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	t := table{header: []string{"DISPOSITION", "LEASE", "TTL-LEFT", "VACATED"}}
+	t := table{header: []string{"DISPOSITION", "LEASE", "TTL", "VACATED"}}
 	var vacated []string
 	for _, v := range out.Vacated {
 		vacated = append(vacated, v.Tenant+"/"+v.Task)
 	}
-	t.rows = [][]string{{string(ok), out.Lease, fmt.Sprintf("%ds", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
+	t.rows = [][]string{{string(ok), out.Lease, fmt.Sprintf("revoked (%ds were left)", out.TTLLeft), orDash(strings.Join(vacated, ","))}}
 	return globalsOf(c).out.result(out, t)
 }
 
-// revokeLease revokes lease id after reading which tasks of this keyspace
-// it holds. A lease already gone is expired_owner; a revoke never sent is
-// authority_unavailable; one whose answer was lost is outcome_unknown, and
-// revoking again tells.
-func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64) (revokeOutput, error) {
-	// Read first: a read that fails was never a write, and it names the
-	// tasks the revocation will vacate.
-	li, err := co.Lease(ctx, id)
-	var e *coordinator.Error
-	if errors.As(err, &e) {
-		e.Op = "lease revoke"
+// revokeLease revokes lease id: only a leasegate lease of this keyspace
+// (Coordinator.RevokeOwnerLease), or any lease with force. A lease already
+// gone is expired_owner; a revoke never sent is authority_unavailable; one
+// whose answer was lost is outcome_unknown, and revoking again tells.
+func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64, force bool) (revokeOutput, error) {
+	var li coordinator.LeaseInfo
+	var err error
+	if force {
+		li, err = forceRevoke(ctx, co, id)
+	} else {
+		li, err = co.RevokeOwnerLease(ctx, id)
 	}
 	if err != nil {
 		return revokeOutput{}, err
@@ -204,8 +217,19 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64) (re
 	for _, t := range li.Tasks {
 		out.Vacated = append(out.Vacated, taskRef{t.Tenant, t.Task})
 	}
-	if err := co.RevokeLease(ctx, id); err != nil {
-		return revokeOutput{}, err
-	}
 	return out, nil
+}
+
+// forceRevoke revokes lease id whatever it carries, after reading which
+// tasks of this keyspace it holds (a read that fails was never a write).
+func forceRevoke(ctx context.Context, co *coordinator.Coordinator, id int64) (coordinator.LeaseInfo, error) {
+	li, err := co.Lease(ctx, id)
+	var e *coordinator.Error
+	if errors.As(err, &e) {
+		e.Op = "lease revoke"
+	}
+	if err != nil {
+		return coordinator.LeaseInfo{}, err
+	}
+	return li, co.RevokeLease(ctx, id)
 }

@@ -3,12 +3,14 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // LeaseInfo is what the authority shows of one lease carrying leasegate
@@ -180,4 +182,108 @@ func (c *Coordinator) ownerKeys(ctx context.Context, op, tenant string) ([]*mvcc
 		return nil, nil, 0, err
 	}
 	return resp.Responses[0].GetResponseRange().Kvs, firstKV(resp.Responses[1]), resp.Header.Revision, nil
+}
+
+// RevokeLease revokes a lease, whatever it carries — a forced expiry: etcd
+// deletes every key attached to it at once, so every grant on it is refused
+// from then on. A lease already gone is expired_owner; a revoke whose
+// answer was lost is outcome_unknown (revoke again to learn). Use it on a
+// lease this program granted (a session's); an operator naming a lease by
+// its ID wants RevokeOwnerLease, which cannot reach another application's
+// keys.
+func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
+	if lease <= 0 {
+		return Invalid("lease revoke", "lease %d must be positive", lease)
+	}
+	if err := c.revoke(ctx, "lease revoke", lease); err != nil {
+		return err
+	}
+	c.lg.Warn("lease revoked", zap.String("lease-id", FormatLeaseID(lease)))
+	return nil
+}
+
+// RevokeOwnerLease is an operator's forced expiry of a leasegate lease: it
+// revokes lease id only if etcd shows it carrying owner keys of this
+// keyspace and no other key, and returns the lease as it was read just
+// before (its tasks are those the revoke vacated). A lease that carries no
+// owner key of this keyspace (another application's, or one whose tasks
+// were all released) or any other key is invalid_input, and nothing is
+// revoked; so is one carrying keys etcd's auth does not let this user read
+// (they lie outside the prefix the user's role covers). A lease etcd does
+// not know is expired_owner.
+//
+// The check is one TimeToLive read with the attached keys, sent right
+// before the revoke; etcd has no Txn that compares a lease's keys and
+// revokes it, so a key attached to the lease between the two (by a client
+// that knows the lease ID) is deleted with it, and is not in the returned
+// tasks. leasegate itself attaches only owner keys.
+func (c *Coordinator) RevokeOwnerLease(ctx context.Context, id int64) (LeaseInfo, error) {
+	const op = "lease revoke"
+	if id <= 0 {
+		return LeaseInfo{}, Invalid(op, "lease %d must be positive", id)
+	}
+	li, err := c.Lease(ctx, id)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Op = op
+		}
+		return LeaseInfo{}, err
+	}
+	if err := c.checkOwnerLease(ctx, op, id); err != nil {
+		return LeaseInfo{}, err
+	}
+	if err := c.revoke(ctx, op, id); err != nil {
+		return LeaseInfo{}, err
+	}
+	c.lg.Warn("lease revoked", zap.String("lease-id", FormatLeaseID(id)), zap.Int("tasks", len(li.Tasks)))
+	return li, nil
+}
+
+// checkOwnerLease refuses a lease that carries anything but owner keys of
+// this keyspace, or none.
+func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) error {
+	var resp *clientv3.LeaseTimeToLiveResponse
+	err := c.do(ctx, request{op: op}, func(ctx context.Context) (err error) {
+		resp, err = c.client.TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
+		return err
+	})
+	lease := FormatLeaseID(id)
+	switch {
+	case DispositionOf(err) == PermissionDenied:
+		return newError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries keys this user may not read, outside %s/: "+
+			"it is not a leasegate lease of this keyspace; nothing revoked (--force revokes it anyway, deleting those keys)", lease, c.keys.prefix), err)
+	case err != nil:
+		return err
+	case resp.TTL < 0 && resp.GrantedTTL == 0:
+		return newError(ExpiredOwner, op, "", "", fmt.Sprintf("lease %s not found: expired or revoked", lease), nil)
+	}
+	var foreign []string
+	owners := 0
+	for _, k := range resp.Keys {
+		if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == "owner" {
+			owners++
+			continue
+		}
+		foreign = append(foreign, string(k))
+	}
+	switch {
+	case len(foreign) > 0:
+		sort.Strings(foreign)
+		return Invalid(op, "lease %s carries %d key(s) that are not owner keys of %s (%s): it is not a leasegate lease "+
+			"of this keyspace; nothing revoked (--force revokes it anyway, deleting those keys)", lease, len(foreign), c.keys.prefix,
+			strings.Join(firstN(foreign, 3), ", "))
+	case owners == 0:
+		return Invalid(op, "lease %s carries no owner key of %s (another application's lease, or one whose tasks were all released): "+
+			"nothing revoked (--force revokes it anyway)", lease, c.keys.prefix)
+	}
+	return nil
+}
+
+// firstN is at most n of keys, "…" standing for the rest.
+func firstN(keys []string, n int) []string {
+	if len(keys) <= n {
+		return keys
+	}
+	return append(keys[:n:n], "…")
 }

@@ -117,21 +117,7 @@ func CheckTTL(ttl time.Duration) error {
 	return nil
 }
 
-// RevokeLease revokes a lease — an operator's forced expiry: etcd deletes
-// every owner key on it at once, so every grant on it is refused from then
-// on. A lease already gone is expired_owner; a revoke whose answer was lost
-// is outcome_unknown (revoke again to learn).
-func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
-	if lease <= 0 {
-		return Invalid("lease revoke", "lease %d must be positive", lease)
-	}
-	if err := c.revoke(ctx, "lease revoke", lease); err != nil {
-		return err
-	}
-	c.lg.Warn("lease revoked", zap.Int64("lease-id", lease))
-	return nil
-}
-
+// revoke revokes a lease: etcd deletes every key attached to it.
 func (c *Coordinator) revoke(ctx context.Context, op string, lease int64) error {
 	return c.do(ctx, request{op: op, mutating: true}, func(ctx context.Context) error {
 		_, err := c.client.Revoke(ctx, clientv3.LeaseID(lease))
