@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
@@ -72,8 +75,9 @@ func TestWatch(t *testing.T) {
 }
 
 // TestWatchSurvivesCompaction cuts a watcher off from the cluster, changes
-// ownership and compacts the history it missed, then lets it back: it must
-// re-list and report what changed.
+// ownership and compacts the history it missed, then lets it back with its
+// listings failing at first: it must retry the listing until one answers,
+// and report what changed.
 func TestWatchSurvivesCompaction(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t, embedtest.WithSize(3))
@@ -81,7 +85,10 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	ctx := lgtest.Ctx(t)
 	c := lgtest.Coordinator(t, cl)
 	// The watcher talks to member 0 only.
-	w := lgtest.CoordinatorOf(t, lgtest.MemberClient(t, cl, 0))
+	lost := &lgtest.TxnAnswers{Err: status.Error(codes.Unavailable, "answer lost (test)")}
+	wcli := memberClientWith(t, cl, 0, lost)
+	lg, retrying := lgtest.LogSignal("ownership watch: re-listing failed; retrying")
+	w := lgtest.CoordinatorOf(t, wcli, coordinator.WithLogger(lg))
 	events, err := w.Watch(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +105,10 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	if _, err := c.Client().Compact(ctx, fresh.Epoch); err != nil {
 		t.Fatal(err)
 	}
+	lost.Arm()
 	cl.Member(0).Restart(t)
+	lgtest.Wait(t, retrying, "a failed re-listing")
+	lost.Disarm()
 
 	expect(t, events, coordinator.EventVacated, "gone", gone.Epoch)
 	expect(t, events, coordinator.EventOwned, "fresh", fresh.Epoch)
