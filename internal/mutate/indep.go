@@ -27,6 +27,7 @@ const (
 	leasesGo    = "coordinator/leases.go"
 	restoreGo   = "coordinator/restore.go"
 	ownershipGo = "coordinator/ownership.go"
+	watchGo     = "coordinator/watch.go"
 	leaseIDGo   = "coordinator/leaseid.go"
 	encodeGo    = "fencedtxn/encode.go"
 	stateGo     = "fencedtxn/state.go"
@@ -260,14 +261,16 @@ var indepMutations = []Mutation{
 	// ---- coordinator/ownership.go
 	ind("owned/stale-owned", ownershipGo, "an owner key from before the realm counts as owned",
 		`func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }`, `func (o Ownership) Owned() bool { return o.Owner != "" }`),
-	ind("watch/rev-overlap", ownershipGo, "the ownership watch starts at the listed revision, not after it",
-		`clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithPrevKV())`, `clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithPrevKV())`),
-	ind("watch/resync-ignores-epoch", ownershipGo, "a re-list after a cut misses a task re-claimed meanwhile (same key, new epoch)",
-		`if _, still := now[key]; !still || now[key].Epoch != known[key].Epoch {`, `if _, still := now[key]; !still {`),
-	ind("watch/stale-delete-reported", ownershipGo, "the deletion of an owner key vacated at a rotation is reported again",
-		`continue // a stale key going away: it was vacated at the rotation`, ``),
-	ind("watch/rotation-ignored", ownershipGo, "a realm rotation does not vacate the owners it cut off",
-		`if o := known[key]; o.Epoch < ev.Kv.ModRevision {`, `if o := known[key]; false {`),
+
+	// ---- coordinator/watch.go
+	ind("watch/rev-overlap", watchGo, "the ownership watch starts at the last revision delivered, not after it",
+		`clientv3.WithRev(w.rev+1), clientv3.WithPrevKV()`, `clientv3.WithRev(w.rev), clientv3.WithPrevKV()`),
+	ind("watch/resync-ignores-epoch", watchGo, "a re-list after a compaction misses a task re-claimed meanwhile (same key, new epoch)",
+		`if cur, still := now[key]; !still || cur.Epoch != w.known[key].Epoch {`, `if cur, still := now[key]; !still || cur.Epoch < 0 {`),
+	ind("watch/stale-delete-reported", watchGo, "the deletion of an owner key vacated at a rotation is reported again",
+		`return true // a stale key going away: it was vacated at the rotation`, ``),
+	ind("watch/rotation-ignored", watchGo, "a realm rotation does not vacate the owners it cut off",
+		`if o := w.known[k]; o.Epoch < ev.Kv.ModRevision {`, `if o := w.known[k]; false {`),
 
 	// ---- coordinator/leaseid.go
 	ind("leaseid/16-digits-decimal", leaseIDGo, "a 16-digit lease ID without a-f is read as decimal, not hex",
