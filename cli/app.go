@@ -142,6 +142,15 @@ func commandOutput(c *cli.Context) error {
 	return nil
 }
 
+// The environment variables credentials are read from; `run` removes them
+// from its child's environment.
+const (
+	envUser     = "LEASEGATE_USER"
+	envPassword = "LEASEGATE_PASSWORD"
+)
+
+var credentialEnv = []string{envUser, envPassword}
+
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "endpoints", Usage: "etcd endpoints, comma-separated", Value: cli.NewStringSlice(defaultEndpoint), EnvVars: []string{"LEASEGATE_ENDPOINTS"}},
@@ -152,8 +161,8 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cacert", Usage: "verify etcd's certificates with this CA bundle", TakesFile: true},
 		&cli.StringFlag{Name: "cert", Usage: "client TLS certificate file", TakesFile: true},
 		&cli.StringFlag{Name: "key", Usage: "client TLS key file", TakesFile: true},
-		&cli.StringFlag{Name: "user", Usage: "etcd user name, or name:password", EnvVars: []string{"LEASEGATE_USER"}},
-		&cli.StringFlag{Name: "password", Usage: "etcd password (prefer the environment variable)", EnvVars: []string{"LEASEGATE_PASSWORD"}},
+		&cli.StringFlag{Name: "user", Usage: "etcd user name, or name:password", EnvVars: []string{envUser}},
+		&cli.StringFlag{Name: "password", Usage: "etcd password (prefer the environment variable)", EnvVars: []string{envPassword}},
 		&cli.StringFlag{Name: "log-level", Usage: "log level on stderr: debug, info, warn or error", Value: "error"},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +31,9 @@ func runCommand() *cli.Command {
 and runs COMMAND with the grant in its environment: LEASEGATE_TENANT, _TASK,
 _OWNER, _EPOCH, _LEASE, _REALM, _GRANT (the grant's JSON), and _ENDPOINTS and
 _PREFIX so that a 'leasegate commit --grant -' inside reaches the same etcd.
+The credentials are not passed on: LEASEGATE_USER and LEASEGATE_PASSWORD are
+removed from COMMAND's environment, and the TLS and auth flags are not given
+to it; a COMMAND that talks to etcd brings its own.
 COMMAND runs in its own process group. If ownership is lost — the lease expires
 or is revoked, the owner key is deleted or replaced, or the realm rotates —
 the group gets SIGTERM, then SIGKILL after --kill-after, and leasegate exits 5.
@@ -155,7 +159,7 @@ func run(c *cli.Context) error {
 
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Args[0] = args[0]
-	cmd.Env = append(os.Environ(), childEnv(g, grant)...)
+	cmd.Env = append(withoutCredentials(os.Environ()), childEnv(g, grant)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.App.Reader, c.App.Writer, c.App.ErrWriter
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // bounds waiting on output pipes a grandchild holds
@@ -208,6 +212,20 @@ func run(c *cli.Context) error {
 		return childExit{status.ExitCode}
 	}
 	return nil
+}
+
+// withoutCredentials is env without the variables leasegate reads
+// credentials from (credentialEnv): the child is given a grant, not the
+// etcd user's password.
+func withoutCredentials(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(credentialEnv, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // childEnv is the grant, as the child sees it.

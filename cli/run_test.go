@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -275,4 +276,22 @@ exec sleep 60`)
 		t.Fatalf("run output %+v", out)
 	}
 	e.wantUnowned(t, "task", g.Lease)
+}
+
+// TestRunChildGetsNoCredentials: the credentials run read from the
+// environment do not reach its child; the grant and the endpoints do.
+func TestRunChildGetsNoCredentials(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithAuth("s3cret"))
+	out := asProcess(t, []string{"LEASEGATE_ENDPOINTS=" + strings.Join(cl.Endpoints(), ","), "LEASEGATE_USER=root",
+		"LEASEGATE_PASSWORD=s3cret", "LEASEGATE_UNRELATED=kept"},
+		"run", "--tenant", "t", "--task", "k", "--owner", "o", "--", "env")
+	for _, kv := range strings.Split(out, "\n") {
+		if strings.HasPrefix(kv, "LEASEGATE_USER=") || strings.HasPrefix(kv, "LEASEGATE_PASSWORD=") || strings.Contains(kv, "s3cret") {
+			t.Fatalf("the child's environment holds %q", kv)
+		}
+	}
+	if !strings.Contains(out, "\nLEASEGATE_GRANT=") || !strings.Contains(out, "\nLEASEGATE_UNRELATED=kept\n") {
+		t.Fatalf("the child's environment lacks the grant or an unrelated variable:\n%s", out)
+	}
 }
