@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -106,10 +107,10 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 			s.c.metrics.outcome("claim", Granted, err)
 			return g, err
 		}
+		e := err.(*Error)
 		// cli's `run --wait` test waits for this line: keep the text.
 		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task))
-		if werr := s.waitDeleted(ctx, owner, rev+1); werr != nil {
-			e := err.(*Error)
+		if werr := s.waitDeleted(ctx, owner, rev, e.Holder.Epoch); werr != nil {
 			e.Err = werr
 			s.c.metrics.outcome("claim", Granted, e)
 			return Grant{}, e
@@ -117,13 +118,40 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 	}
 }
 
-// waitDeleted returns nil once key is deleted at or after rev (or the watch
-// was cut short, so the caller looks again), and ctx's or the session's
-// cause if they end first.
-func (s *Session) waitDeleted(ctx context.Context, key string, rev int64) error {
+// waitDeleted returns nil once the owner key, found busy by a claim answered
+// at revision busyRev and last written at revision held, is deleted or
+// changed after busyRev (or the watch was cut short, so the caller looks
+// again), and ctx's or the session's cause if they end first.
+//
+// No deletion after busyRev is missed, and none waits for etcd's resync:
+//
+//   - etcd serves a watch whose start revision is not above its current
+//     revision from its unsynced set, which it catches up only every 100 ms
+//     (watchResyncPeriod in server/storage/mvcc/watchable_store.go). A
+//     watch from busyRev+1 is such a watch as soon as anything else was
+//     written since the claim, and a deletion then reaches it up to 100 ms
+//     late. So the watch has no start revision: etcd registers it synced,
+//     from its current revision W-1, and delivers every event at a revision
+//     >= W as it applies. etcd registers it before it answers "created",
+//     and that answer's header revision H is read after registering, so
+//     H >= W-1.
+//   - If H <= busyRev, then W-1 <= busyRev: the watch covers every revision
+//     after busyRev and nothing more is needed.
+//   - Otherwise something was written in (busyRev, W-1], which the watch
+//     does not cover: the key is read again (a linearizable Get, at a
+//     revision G >= H >= W-1). Gone, or last written at another revision
+//     than held (deleted and claimed again, by anyone — this session
+//     included), it changed after busyRev: return, and the caller claims
+//     at once. Still at revision held, it was neither deleted nor written
+//     in (busyRev, G], and the watch covers everything after G.
+//
+// A watch cut short and resumed by the client resumes at H or later, and G
+// >= H: the Get covers what a resumed watch does not.
+func (s *Session) waitDeleted(ctx context.Context, key string, busyRev, held int64) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := s.c.client.Watch(wctx, key, clientv3.WithRev(rev), clientv3.WithFilterPut())
+	acquireStep(key, "busy")
+	wch := s.c.client.Watch(wctx, key, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,7 +162,33 @@ func (s *Session) waitDeleted(ctx context.Context, key string, rev int64) error 
 			if !ok || resp.Err() != nil || len(resp.Events) > 0 {
 				return nil
 			}
+			if !resp.Created || resp.Header.Revision <= busyRev {
+				continue
+			}
+			acquireStep(key, "watching")
+			got, err := s.c.client.Get(ctx, key)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return context.Cause(ctx)
+			case err != nil:
+				return nil // the caller's claim says what etcd says
+			case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:
+				return nil
+			}
 		}
+	}
+}
+
+// acquireHooks maps an owner key to a func(step string) that Acquire calls
+// inside the windows of its wait: "busy" (the claim found the task busy,
+// no watch yet) and "watching" (the watch is registered, the key not yet
+// read again). Tests set it (export_test.go) to delete the owner key inside
+// a window; it is empty otherwise.
+var acquireHooks sync.Map
+
+func acquireStep(key, step string) {
+	if f, ok := acquireHooks.Load(key); ok {
+		f.(func(string))(step)
 	}
 }
 
