@@ -134,7 +134,7 @@ func commandOutput(c *cli.Context) error {
 	}
 	out, err := newPrinter(c.App.Writer, format)
 	if err != nil {
-		return coordinator.Invalid(c.Command.FullName(), "%v", err)
+		return coordinator.Invalid(commandName(c), "%v", err)
 	}
 	g := *globalsOf(c)
 	g.out = out
@@ -229,7 +229,7 @@ func rootAction(c *cli.Context) error {
 // subcommand.
 func groupAction(c *cli.Context) error {
 	if c.Args().Present() {
-		return coordinator.Invalid(c.Command.FullName(), "unknown command %q; see 'leasegate %s --help'", c.Args().First(), c.Command.FullName())
+		return coordinator.Invalid(commandName(c), "unknown command %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c))
 	}
 	return cli.ShowSubcommandHelp(c)
 }
@@ -238,18 +238,32 @@ func groupAction(c *cli.Context) error {
 // At the top level c.Command is the app's own root command, named like the
 // app: it is not named twice.
 func usageError(c *cli.Context, err error, _ bool) error {
-	name := c.App.Name
-	if c.Command != nil && c.Command.FullName() != "" && c.Command.FullName() != c.App.Name {
-		name += " " + c.Command.FullName()
+	name := commandName(c)
+	help := strings.TrimSpace(c.App.Name + " " + name)
+	if name == "" {
+		name = c.App.Name
 	}
-	return coordinator.Invalid(strings.TrimPrefix(name, c.App.Name+" "), "%v%s; see '%s --help'", err, durationHint(c, err), name)
+	return coordinator.Invalid(name, "%v%s; see '%s --help'", err, durationHint(c, err), help)
+}
+
+// commandName is the command's path below the app ("lease revoke"), "" for
+// the app itself. urfave's FullName names a subcommand without its group
+// ("revoke") until it runs; prepare gives every command its full HelpName.
+func commandName(c *cli.Context) string {
+	if c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
+		return ""
+	}
+	if name, ok := strings.CutPrefix(c.Command.HelpName, c.App.Name+" "); ok {
+		return name
+	}
+	return c.Command.Name
 }
 
 // noArgs refuses stray positional arguments: a mistyped flag must not be
 // silently ignored.
 func noArgs(c *cli.Context) error {
 	if c.Args().Present() {
-		return coordinator.Invalid(c.Command.FullName(), "unexpected argument %q; see 'leasegate %s --help'", c.Args().First(), c.Command.FullName())
+		return coordinator.Invalid(commandName(c), "unexpected argument %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c))
 	}
 	return nil
 }

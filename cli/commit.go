@@ -45,7 +45,7 @@ func commit(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	op := c.Command.FullName()
+	op := commandName(c)
 	g, err := grantOf(c)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func commit(c *cli.Context) error {
 // for the app's reader). One of them is required: a commit without a value
 // would silently write an empty one.
 func valueOf(c *cli.Context) ([]byte, error) {
-	op := c.Command.FullName()
+	op := commandName(c)
 	max := fencedtxn.DefaultMaxValueBytes
 	switch {
 	case c.IsSet("value") && c.IsSet("value-file"):

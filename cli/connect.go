@@ -31,6 +31,7 @@ type globals struct {
 	user, password string
 	out            printer
 	lg             *zap.Logger
+	etcdLog        *zap.Logger // the etcd client's own logger (etcdClientLogger)
 }
 
 type globalsKey struct{}
@@ -81,6 +82,7 @@ func parseGlobals(c *cli.Context) (*globals, error) {
 		return bad("--log-level %q: use debug, info, warn or error", c.String("log-level"))
 	}
 	g.lg = newLogger(c.App.ErrWriter, level)
+	g.etcdLog = etcdClientLogger(g.lg, level)
 
 	g.user, g.password = c.String("user"), c.String("password")
 	if name, pw, ok := strings.Cut(g.user, ":"); ok && g.password == "" {
@@ -137,6 +139,18 @@ func newLogger(w interface{ Write([]byte) (int, error) }, level zapcore.Level) *
 	enc.EncodeTime = zapcore.RFC3339TimeEncoder
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), level)
 	return zap.New(core).Named("leasegate")
+}
+
+// etcdClientLogger is the logger the etcd client gets: leasegate's at
+// --log-level debug, else none. The etcd client logs at error what it
+// retries or what leasegate reports itself (a token fetch cancelled at
+// close, "getToken failed", on a run that succeeded): every failure that
+// matters reaches the user as leasegate's one line.
+func etcdClientLogger(lg *zap.Logger, level zapcore.Level) *zap.Logger {
+	if level > zapcore.DebugLevel {
+		return zap.NewNop()
+	}
+	return lg.Named("etcd-client")
 }
 
 // globalsOf returns the checked global flags; setup always ran before a
@@ -239,7 +253,7 @@ func newClient(g *globals) (*clientv3.Client, error) {
 		TLS:         g.tls,
 		Username:    g.user,
 		Password:    g.password,
-		Logger:      g.lg.Named("etcd-client"),
+		Logger:      g.etcdLog,
 	})
 	if err != nil {
 		return nil, coordinator.ConnectError("connect", g.endpoints, err)

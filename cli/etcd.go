@@ -53,7 +53,7 @@ func runEtcd(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	op := c.Command.FullName()
+	op := commandName(c)
 	clientURL, err := localURL(c.String("listen-client"))
 	if err != nil {
 		return coordinator.Invalid(op, "--listen-client: %v", err)

@@ -119,6 +119,9 @@ func errorOutputOf(err error) errorOutput {
 	var e *coordinator.Error
 	if errors.As(err, &e) {
 		out.Op, out.Tenant, out.Task, out.Holder = e.Op, e.Tenant, e.Task, e.Holder
+		if h, ok := operatorHints[e.Op][d]; ok {
+			out.Hint = h
+		}
 		out.Detail = e.Detail
 		if e.Err != nil {
 			out.cause = e.Err.Error()
@@ -131,6 +134,15 @@ func errorOutputOf(err error) errorOutput {
 		out.Detail += "; child " + lost.child.String()
 	}
 	return out
+}
+
+// operatorHints replace a disposition's hint, written for a worker acting
+// under a grant, where an operator's command gets that disposition.
+var operatorHints = map[string]map[coordinator.Disposition]string{
+	"lease show": {coordinator.ExpiredOwner: "etcd no longer knows this lease (it expired or was revoked): " +
+		"no task is held through it; 'leasegate lease list' shows the live ones"},
+	"lease revoke": {coordinator.ExpiredOwner: "etcd no longer knows this lease (it expired or was revoked, " +
+		"perhaps by an earlier revoke whose answer was lost): its tasks are already vacated; nothing to revoke"},
 }
 
 // line is the one line a failure prints on stderr:

@@ -59,7 +59,7 @@ func gc(c *cli.Context) error {
 	}
 	window := c.Duration("retention")
 	if window < time.Second {
-		return coordinator.Invalid(c.Command.FullName(), "--retention %v: the window is at least 1s", window)
+		return coordinator.Invalid(commandName(c), "--retention %v: the window is at least 1s", window)
 	}
 	// Retention only ever deletes from a keyspace that exists: it never
 	// creates one (no keyspace: no_keyspace, exit 7).

@@ -144,6 +144,18 @@ func want(t *testing.T, r result, code int, disposition coordinator.Disposition)
 	return obj
 }
 
+// wantOperatorAdvice is want for an operator's command whose line gives
+// advice of its own (says) in place of the disposition's worker hint.
+func wantOperatorAdvice(t *testing.T, r result, code int, d coordinator.Disposition, says string) {
+	t.Helper()
+	if r.code != code || lastJSON(t, r.stdout)["disposition"] != string(d) {
+		t.Fatalf("exit %d, want %d with %s\nstdout: %s\nstderr: %s", r.code, code, d, r.stdout, r.stderr)
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, string(d)+": "+says) || strings.Contains(r.stderr, d.Hint()) {
+		t.Fatalf("stderr %q is not one line of %s with the operator's advice %q", r.stderr, d, says)
+	}
+}
+
 // wantRefusalLine checks that stderr is one line: "<disposition>: <hint> …".
 func wantRefusalLine(t *testing.T, r result, d coordinator.Disposition) {
 	t.Helper()

@@ -71,11 +71,11 @@ func labels(c *cli.Context, names ...string) ([]string, error) {
 	out := make([]string, len(names))
 	for i, n := range names {
 		if !c.IsSet(n) {
-			return nil, coordinator.Invalid(c.Command.FullName(), "--%s is required", n)
+			return nil, coordinator.Invalid(commandName(c), "--%s is required", n)
 		}
 		v := c.String(n)
 		if err := coordinator.CheckLabel(n, v); err != nil {
-			return nil, coordinator.Invalid(c.Command.FullName(), "--%s: %v", n, err)
+			return nil, coordinator.Invalid(commandName(c), "--%s: %v", n, err)
 		}
 		out[i] = v
 	}
@@ -87,7 +87,7 @@ func labels(c *cli.Context, names ...string) ([]string, error) {
 func ttlOf(c *cli.Context) (time.Duration, error) {
 	ttl := c.Duration("ttl")
 	if err := coordinator.CheckTTL(ttl); err != nil {
-		return 0, coordinator.Invalid(c.Command.FullName(), "--ttl: %v", err)
+		return 0, coordinator.Invalid(commandName(c), "--ttl: %v", err)
 	}
 	return ttl, nil
 }
@@ -99,7 +99,7 @@ const maxGrantFile = 64 << 10
 // app's reader. It holds either a bare grant or claim's output
 // ({"disposition":"granted","grant":{…}}).
 func grantOf(c *cli.Context) (coordinator.Grant, error) {
-	op := c.Command.FullName()
+	op := commandName(c)
 	name := c.String("grant")
 	if name == "" {
 		return coordinator.Grant{}, coordinator.Invalid(op, "--grant is required (a file, or - for stdin)")

@@ -124,7 +124,7 @@ func leaseList(c *cli.Context) error {
 func leaseShow(c *cli.Context) error {
 	args := c.Args()
 	if args.Len() > 1 {
-		return coordinator.Invalid(c.Command.FullName(), "unexpected argument %q; see 'leasegate lease show --help'", args.Get(1))
+		return coordinator.Invalid(commandName(c), "unexpected argument %q; see 'leasegate %s --help'", args.Get(1), commandName(c))
 	}
 	id, err := leaseOf(c, "a lease ID", args.First(), args.Present())
 	if err != nil {
@@ -142,7 +142,7 @@ func leaseShow(c *cli.Context) error {
 // leaseOf reads the lease an operator names: by ID (what; hex as printed,
 // or decimal), or by --grant FILE — one of the two.
 func leaseOf(c *cli.Context, what, id string, given bool) (int64, error) {
-	op := c.Command.FullName()
+	op := commandName(c)
 	switch {
 	case given && c.IsSet("grant"):
 		return 0, coordinator.Invalid(op, "give %s or --grant, not both", what)

@@ -78,7 +78,11 @@ func TestLeaseListAndShow(t *testing.T) {
 	}
 	t.Run("a lease gone", func(t *testing.T) {
 		want(t, e.lg(t, "lease", "revoke", "--lease", coordinator.FormatLeaseID(g2.Lease)), cli.ExitDone, "ok")
-		want(t, e.lg(t, "lease", "show", coordinator.FormatLeaseID(g2.Lease)), cli.ExitRefused, coordinator.ExpiredOwner)
+		r := e.lg(t, "lease", "show", coordinator.FormatLeaseID(g2.Lease))
+		wantOperatorAdvice(t, r, cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
+		if !strings.Contains(r.stderr, "lease list") {
+			t.Fatalf("stderr %q", r.stderr)
+		}
 	})
 	t.Run("bad input", func(t *testing.T) {
 		for _, args := range [][]string{

@@ -33,7 +33,7 @@ func serveMetrics(c *cli.Context) (prometheus.Registerer, func(), error) {
 	if addr == "" {
 		return nil, func() {}, nil
 	}
-	op := c.Command.FullName()
+	op := commandName(c)
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, nil, coordinator.Invalid(op, "--metrics-addr %q: %v (want host:port)", addr, err)
 	}

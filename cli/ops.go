@@ -100,7 +100,7 @@ func opsList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	op := c.Command.FullName()
+	op := commandName(c)
 	tenant, err := optionalTenant(c)
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func opsList(c *cli.Context) error {
 }
 
 func opsShow(c *cli.Context) error {
-	op := c.Command.FullName()
+	op := commandName(c)
 	// urfave/cli v2 stops parsing flags at the first argument; the documented
 	// form is 'ops show OP --tenant T --task K', so flags after OP are read here.
 	var operation string
@@ -198,7 +198,7 @@ func opsResolve(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	op := c.Command.FullName()
+	op := commandName(c)
 	g, err := grantOf(c)
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // command's own flag set, as if they had come before it, and applies a
 // trailing -o.
 func trailingFlags(c *cli.Context, args []string) error {
-	op := c.Command.FullName()
+	op := commandName(c)
 	set := flag.NewFlagSet(op, flag.ContinueOnError)
 	set.SetOutput(io.Discard)
 	for _, f := range c.Command.Flags {

@@ -76,14 +76,26 @@ func (p printer) results(header, footer string, ts ...table) error {
 }
 
 // stream prints one result of a stream (watch): a JSON line, or a row
-// padded to fixed widths so that rows printed apart still line up.
-func (p printer) stream(v any, row []string) error {
+// whose cells are padded to widths, so that rows printed apart line up.
+// A cell longer than its width shifts only the rest of its own row.
+func (p printer) stream(v any, row []string, widths []int) error {
 	if p.json {
 		return json.NewEncoder(p.w).Encode(v)
 	}
-	tw := tabwriter.NewWriter(p.w, 12, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(row, "\t"))
-	return tw.Flush()
+	var b strings.Builder
+	for i, cell := range row {
+		if i == len(row)-1 {
+			b.WriteString(cell)
+			break
+		}
+		w := 0
+		if i < len(widths) {
+			w = widths[i]
+		}
+		fmt.Fprintf(&b, "%-*s  ", w, cell)
+	}
+	_, err := fmt.Fprintln(p.w, b.String())
+	return err
 }
 
 // The shapes of the results, in JSON.

@@ -84,7 +84,7 @@ type runOutput struct {
 }
 
 func run(c *cli.Context) error {
-	op := c.Command.FullName()
+	op := commandName(c)
 	l, err := labels(c, "tenant", "task", "owner")
 	if err != nil {
 		return err

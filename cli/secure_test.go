@@ -52,6 +52,14 @@ func TestSecuredCluster(t *testing.T) {
 	}
 	want(t, as("worker", "worker-pw", "release", "--grant", grant), cli.ExitDone, coordinator.Released)
 
+	t.Run("a mistyped prefix: 6 for the least-privilege user (the line says check --prefix first), 7 for root", func(t *testing.T) {
+		r := as("worker", "worker-pw", "--prefix", "/leasegat", "list")
+		want(t, r, cli.ExitDenied, coordinator.PermissionDenied)
+		if !strings.Contains(r.stderr, "check --prefix first") || !strings.Contains(r.stderr, "/leasegat may be mistyped") {
+			t.Fatalf("stderr %q does not say the prefix may be mistyped", r.stderr)
+		}
+		want(t, as(embedtest.RootUser, cl.RootPassword(), "--prefix", "/leasegat", "list"), cli.ExitNotFound, coordinator.NoKeyspace)
+	})
 	t.Run("a role without the prefix: permission_denied, nothing written", func(t *testing.T) {
 		cl.AddPrefixUser(t, "stranger", "stranger-pw", "/other/")
 		root := cl.Client(t)

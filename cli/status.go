@@ -94,6 +94,10 @@ Runs until interrupted (Ctrl-C).`,
 	}
 }
 
+// watchWidths are the widths of watch's columns: EVENT, TENANT, TASK, OWNER,
+// EPOCH, LEASE (16 hex digits, as etcdctl prints it) and REVISION.
+var watchWidths = []int{len("claimed"), 12, 12, 12, 10, len(coordinator.FormatLeaseID(1)), 0}
+
 func watch(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
@@ -123,14 +127,14 @@ func watch(c *cli.Context) error {
 	}
 	out := globalsOf(c).out
 	if !out.json {
-		if err := out.stream(nil, []string{"EVENT", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REVISION"}); err != nil {
+		if err := out.stream(nil, []string{"EVENT", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REVISION"}, watchWidths); err != nil {
 			return err
 		}
 	}
 	for ev := range events {
 		o := ev.Ownership
 		row := []string{string(ev.Type), o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), leaseOrDash(o.Lease), num(o.Revision)}
-		if err := out.stream(eventOutput{Disposition: ok, OwnershipEvent: ev}, row); err != nil {
+		if err := out.stream(eventOutput{Disposition: ok, OwnershipEvent: ev}, row, watchWidths); err != nil {
 			return err
 		}
 	}

@@ -126,6 +126,16 @@ func TestWatch(t *testing.T) {
 		if f := strings.Fields(lines[1]); len(f) != 7 || f[0] != "owned" || f[1] != "acme" || f[2] != "b" || f[3] != "w2" {
 			t.Fatalf("first event row %q", lines[1])
 		}
+		// Rows printed apart line up under the header, 16-digit lease IDs
+		// included.
+		lease, revision := strings.Index(lines[0], "LEASE"), strings.Index(lines[0], "REVISION")
+		for _, row := range lines[1:] {
+			f := strings.Fields(row)
+			if len(f[5]) != 16 || strings.Index(row, " "+f[5]+" ")+1 != lease || !strings.HasSuffix(row, " "+f[6]) ||
+				strings.LastIndex(row, " "+f[6])+1 != revision {
+				t.Fatalf("row %q does not line up with the header %q", row, lines[0])
+			}
+		}
 	})
 }
 
@@ -147,7 +157,10 @@ func TestLeaseRevoke(t *testing.T) {
 	}
 	before := e.snap(t)
 	r = e.lg(t, "lease", "revoke", "--lease", strconv.FormatInt(g.Lease, 10))
-	want(t, r, cli.ExitRefused, coordinator.ExpiredOwner)
+	wantOperatorAdvice(t, r, cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
+	if !strings.Contains(r.stderr, "nothing to revoke") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
 	if diff := before.Diff(e.snap(t)); diff != "" {
 		t.Fatalf("a refused revoke wrote:\n%s", diff)
 	}
