@@ -176,9 +176,14 @@ func readSecret(path string) (string, error) {
 func (a *Adapter) Kind() string { return a.kind }
 
 // Contract: PostgreSQL takes no idempotency key and cannot be asked "did
-// you ever receive this promote?". A retry under the same operation id is
-// not declared safe: a standby that reads NotApplied goes to manual review
-// rather than being promoted again by the ledger on its own.
+// you ever receive this promote?" (no Lookup); a retry under the same
+// operation id is not declared safe (no RetrySafe), so a promotion the
+// topology does not show goes to manual review rather than being sent
+// again by the ledger on its own. Not Conditional either: Apply sends the
+// part of the approved world the target itself can check (still a
+// standby, on the approved timeline), but the server cannot check the
+// other nodes' state — an old primary back as writer between the ledger's
+// revalidation and the call is not refused by the standby.
 func (a *Adapter) Contract() ledger.Contract { return ledger.Contract{} }
 
 // Effect is a promotion of target with the loss bound the commander
@@ -238,12 +243,9 @@ func (a *Adapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Obs
 //   - no connection to the target (nothing sent): refused.
 //   - false (pg_promote's wait ran out), or a connection lost after send:
 //     ambiguous — the promotion may still happen; Observe decides.
-func (a *Adapter) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
-	return a.apply(ctx, e, operation, epoch, 0)
-}
-
-// apply is Apply with the approved timeline of the target (0: unknown).
-func (a *Adapter) apply(ctx context.Context, e ledger.Effect, operation string, epoch int64, approvedTL int64) (ledger.Evidence, error) {
+func (a *Adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
+	e, operation, epoch := call.Effect, call.Operation, call.Epoch
+	approvedTL := approvedTimeline(call.Approved, e.Target)
 	if !a.known(e.Target) {
 		return ledger.Evidence{}, ledger.Refused("node "+e.Target+" is not in the topology", a.evidence(ctx, "not sent", nil))
 	}
@@ -280,19 +282,17 @@ func (a *Adapter) apply(ctx context.Context, e ledger.Effect, operation string, 
 	return a.evidence(ctx, "pg_promote returned true", []string{n.Name + "@promoted"}), nil
 }
 
-// Observe reconciles from the topology; PostgreSQL has no record of the
-// call. The target out of recovery is Applied, with the topology (its new
-// timeline) as evidence — whoever promoted it, the effect holds. A target
-// still in recovery is Pending while a promote sent at dispatch could
-// still be finishing (within the promote wait of dispatchedAt, unknown:
-// always), and NotApplied after, or when the node restarted since the
-// dispatch (a restart discards a pending promote signal). An unreachable
-// target is an error: Inconclusive.
-func (a *Adapter) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
-	return a.observe(ctx, e, time.Time{})
-}
-
-func (a *Adapter) observe(ctx context.Context, e ledger.Effect, dispatchedAt time.Time) (ledger.Outcome, ledger.Evidence, error) {
+// Observe reconciles from the topology and the record; PostgreSQL keeps
+// no record of the call. The target out of recovery on a timeline past
+// the approved one (rec.Precondition) is Applied, with the topology as
+// evidence — whoever promoted it, the effect holds. A target still in
+// recovery is Pending while a promote sent at rec.DispatchedAt could still
+// be finishing (within the promote wait), and NotApplied after that, or at
+// once when the node restarted since the dispatch (a restart discards a
+// pending promote signal). An unreachable target, or a writer still on the
+// approved timeline, is Inconclusive.
+func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	e, dispatchedAt := rec.Effect, rec.DispatchedAt
 	if !a.known(e.Target) {
 		return ledger.Inconclusive, ledger.Evidence{}, fmt.Errorf("pgpromote: node %q is not in the topology", e.Target)
 	}
@@ -302,6 +302,10 @@ func (a *Adapter) observe(ctx context.Context, e ledger.Effect, dispatchedAt tim
 	switch {
 	case !n.Reachable:
 		return ledger.Inconclusive, ledger.Evidence{}, fmt.Errorf("pgpromote: the target %s does not answer: %s", n.Name, n.Error)
+	case !n.InRecovery && n.Timeline <= approvedTimeline(rec.Precondition, e.Target):
+		// A writer on the approved timeline was a writer already: the
+		// approval was of another world, and this is not its promotion.
+		return ledger.Inconclusive, ev, fmt.Errorf("pgpromote: %s is a writer on timeline %d, not past the approved one", n.Name, n.Timeline)
 	case !n.InRecovery:
 		ev.ProviderIDs = []string{fmt.Sprintf("%s@timeline-%d", n.Name, n.Timeline)}
 		return ledger.Applied, ev, nil
@@ -316,6 +320,17 @@ func (a *Adapter) observe(ctx context.Context, e ledger.Effect, dispatchedAt tim
 		return ledger.Pending, ev, nil
 	}
 	return ledger.NotApplied, ev, nil
+}
+
+// approvedTimeline is the target's timeline in an approved observation
+// (0 when it does not show one).
+func approvedTimeline(o ledger.Observation, target string) int64 {
+	var t Topology
+	if json.Unmarshal(o.Detail, &t) != nil {
+		return 0
+	}
+	n, _ := t.Node(target)
+	return n.Timeline
 }
 
 // evidence is the topology now, with what the server said.

@@ -166,12 +166,12 @@ type Counting struct {
 }
 
 // Apply counts and calls the inner Apply between Before and After.
-func (c *Counting) Apply(ctx context.Context, e ledger.Effect, operation string, epoch int64) (ledger.Evidence, error) {
+func (c *Counting) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
 	c.applies.Add(1)
 	if c.Before != nil {
 		c.Before()
 	}
-	ev, err := c.Adapter.Apply(ctx, e, operation, epoch)
+	ev, err := c.Adapter.Apply(ctx, call)
 	if c.After != nil {
 		c.After()
 	}
@@ -179,9 +179,9 @@ func (c *Counting) Apply(ctx context.Context, e ledger.Effect, operation string,
 }
 
 // Observe counts and calls the inner Observe.
-func (c *Counting) Observe(ctx context.Context, e ledger.Effect, operation string) (ledger.Outcome, ledger.Evidence, error) {
+func (c *Counting) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	c.observations.Add(1)
-	return c.Adapter.Observe(ctx, e, operation)
+	return c.Adapter.Observe(ctx, rec)
 }
 
 // Applies and Observations are the counts so far.

@@ -1,0 +1,398 @@
+package dnsupdate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// Kind is the effect kind the adapter serves by default.
+const Kind = "dns.upsert"
+
+// Types are the record types the adapter writes.
+var Types = []string{"A", "AAAA", "CNAME", "TXT"}
+
+// Params are an upsert's parameters: the RRset of Type at the effect's
+// Target (a name in the zone) becomes exactly Value, with TTL seconds.
+type Params struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+	TTL   uint32 `json:"ttl"`
+}
+
+// RRset is a record's state as the authoritative server answers it.
+type RRset struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Values []string `json:"values"` // sorted; empty: no such RRset
+	TTL    uint32   `json:"ttl,omitempty"`
+	Serial uint32   `json:"soa_serial"` // the zone's SOA serial at the read
+}
+
+// Digest is what an upsert depends on: the RRset's values. TTL and the
+// SOA serial stay out (the serial moves with any edit of the zone).
+func (r RRset) Digest() string {
+	v := "(none)"
+	if len(r.Values) > 0 {
+		v = strings.Join(r.Values, ",")
+	}
+	return "dns-rrset-v1;" + r.Name + ";" + r.Type + ";" + v
+}
+
+// Adapter upserts records of one zone by RFC 2136 dynamic update, signed
+// with TSIG, at the zone's primary authoritative server. It is safe for
+// concurrent use.
+type Adapter struct {
+	kind    string
+	server  string
+	zone    string
+	keyFile string
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// Option configures New.
+type Option func(*Adapter) error
+
+// WithKind serves another effect kind than Kind.
+func WithKind(kind string) Option {
+	return func(a *Adapter) error {
+		if err := coordinator.CheckLabel("kind", kind); err != nil {
+			return err
+		}
+		a.kind = kind
+		return nil
+	}
+}
+
+// WithTimeout bounds each exchange with the server (default 5 s).
+func WithTimeout(d time.Duration) Option {
+	return func(a *Adapter) error {
+		if d <= 0 {
+			return fmt.Errorf("timeout %v must be positive", d)
+		}
+		a.timeout = d
+		return nil
+	}
+}
+
+// WithClock sets the clock of observation times (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(a *Adapter) error {
+		if now == nil {
+			return errors.New("nil clock")
+		}
+		a.now = now
+		return nil
+	}
+}
+
+// New checks the configuration now — when the ledger starts, not at the
+// first dispatch — and returns the adapter: server is host:port with an IP
+// address or a name that resolves, zone a domain name, keyFile a readable
+// TSIG key in BIND's syntax with a supported algorithm. A bad
+// configuration is invalid_input; the secret is never logged nor quoted.
+func New(server, zone, keyFile string, opts ...Option) (*Adapter, error) {
+	a := &Adapter{kind: Kind, server: server, zone: dns.CanonicalName(zone), keyFile: keyFile, timeout: 5 * time.Second, now: time.Now}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, coordinator.Invalid("dnsupdate", "%v", err)
+		}
+	}
+	host, port, err := net.SplitHostPort(server)
+	if err != nil || port == "" || host == "" {
+		return nil, coordinator.Invalid("dnsupdate", "server %q: want host:port", server)
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p <= 0 {
+		return nil, coordinator.Invalid("dnsupdate", "server %q: bad port", server)
+	}
+	if net.ParseIP(host) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		if err != nil {
+			return nil, coordinator.Invalid("dnsupdate", "server %q does not resolve: %v", host, err)
+		}
+	}
+	if _, ok := dns.IsDomainName(a.zone); !ok || zone == "" {
+		return nil, coordinator.Invalid("dnsupdate", "zone %q is not a domain name", zone)
+	}
+	if _, err := readKey(keyFile); err != nil {
+		return nil, coordinator.Invalid("dnsupdate", "%v", err)
+	}
+	return a, nil
+}
+
+// Kind is the effect kind served.
+func (a *Adapter) Kind() string { return a.kind }
+
+// Contract: Conditional — every UPDATE carries the approved RRset as its
+// prerequisite (RFC 2136 2.4.2, "RRset exists, value dependent"; 2.4.3
+// when there was none), so the server applies it only in the approved
+// world, atomically. No Lookup: an authoritative server keeps no record of
+// who sent which update (no change id, unlike Route 53). Not RetrySafe: a
+// retry's prerequisite refuses it after the first attempt applied, but
+// after an operator put the old value back it would apply again; so the
+// ledger does not retry on its own.
+func (a *Adapter) Contract() ledger.Contract { return ledger.Contract{Conditional: true} }
+
+// Effect is an upsert of name (in the zone) to value.
+func (a *Adapter) Effect(name, typ, value string, ttl uint32, policy string) (ledger.Effect, error) {
+	p := Params{Type: strings.ToUpper(typ), Value: value, TTL: ttl}
+	if _, err := a.rr(dns.CanonicalName(name), p); err != nil {
+		return ledger.Effect{}, coordinator.Invalid("dnsupdate", "%v", err)
+	}
+	b, _ := json.Marshal(p)
+	return ledger.Effect{Kind: a.kind, Target: dns.CanonicalName(name), Params: b, Policy: policy}, nil
+}
+
+// rr is the record an upsert writes.
+func (a *Adapter) rr(name string, p Params) (dns.RR, error) {
+	if !dns.IsSubDomain(a.zone, name) {
+		return nil, fmt.Errorf("%s is not in zone %s", name, a.zone)
+	}
+	if !slices.Contains(Types, p.Type) {
+		return nil, fmt.Errorf("type %q: one of %v", p.Type, Types)
+	}
+	if p.Value == "" || strings.ContainsAny(p.Value, "\n;") {
+		return nil, fmt.Errorf("value %q", p.Value)
+	}
+	v := p.Value
+	if p.Type == "TXT" {
+		v = fmt.Sprintf("%q", p.Value)
+	}
+	rr, err := dns.NewRR(fmt.Sprintf("%s %d IN %s %s", name, p.TTL, p.Type, v))
+	if err != nil || rr == nil {
+		return nil, fmt.Errorf("record %s %s %s: %v", name, p.Type, p.Value, err)
+	}
+	return rr, nil
+}
+
+func params(e ledger.Effect) (Params, error) {
+	var p Params
+	if err := json.Unmarshal(e.Params, &p); err != nil {
+		return p, fmt.Errorf("parameters: %w", err)
+	}
+	return p, nil
+}
+
+func (a *Adapter) client(k *tsigKey) *dns.Client {
+	c := &dns.Client{Net: "tcp", Timeout: a.timeout}
+	if k != nil {
+		c.TsigSecret = map[string]string{k.name: k.secret}
+	}
+	return c
+}
+
+// Read queries the authoritative server for name's RRset of type typ and
+// the zone's SOA serial. An answer without the authoritative bit is an
+// error: only the zone's authority counts.
+func (a *Adapter) Read(ctx context.Context, name, typ string) (RRset, error) {
+	out := RRset{Name: dns.CanonicalName(name), Type: typ, Values: []string{}}
+	qt, ok := dns.StringToType[typ]
+	if !ok {
+		return out, fmt.Errorf("dnsupdate: type %q", typ)
+	}
+	c := a.client(nil)
+	ask := func(n string, t uint16) (*dns.Msg, error) {
+		m := new(dns.Msg)
+		m.SetQuestion(n, t)
+		r, _, err := c.ExchangeContext(ctx, m, a.server)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("dnsupdate: query %s %s: %w", n, dns.TypeToString[t], err)
+		case !r.Authoritative:
+			return nil, fmt.Errorf("dnsupdate: %s is not authoritative for %s", a.server, n)
+		case r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError:
+			return nil, fmt.Errorf("dnsupdate: query %s %s: %s", n, dns.TypeToString[t], dns.RcodeToString[r.Rcode])
+		}
+		return r, nil
+	}
+	r, err := ask(out.Name, qt)
+	if err != nil {
+		return out, err
+	}
+	for _, rr := range r.Answer {
+		if rr.Header().Rrtype == qt && dns.CanonicalName(rr.Header().Name) == out.Name {
+			out.Values = append(out.Values, rdata(rr))
+			out.TTL = rr.Header().Ttl
+		}
+	}
+	slices.Sort(out.Values)
+	soa, err := ask(a.zone, dns.TypeSOA)
+	if err != nil {
+		return out, err
+	}
+	for _, rr := range soa.Answer {
+		if s, ok := rr.(*dns.SOA); ok {
+			out.Serial = s.Serial
+		}
+	}
+	return out, nil
+}
+
+// rdata is an RR's data as zone-file text (the value).
+func rdata(rr dns.RR) string {
+	if t, ok := rr.(*dns.TXT); ok {
+		return strings.Join(t.Txt, "")
+	}
+	return strings.TrimPrefix(rr.String(), rr.Header().String())
+}
+
+// Precondition is the record's RRset now, from the authoritative server.
+func (a *Adapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
+	p, err := params(e)
+	if err != nil {
+		return ledger.Observation{}, err
+	}
+	r, err := a.Read(ctx, e.Target, p.Type)
+	if err != nil {
+		return ledger.Observation{}, err
+	}
+	d, _ := json.Marshal(r)
+	return ledger.Observation{Digest: r.Digest(), At: a.now().UTC(), Detail: d}, nil
+}
+
+// approved is the RRset an observation recorded.
+func approved(o ledger.Observation) (RRset, error) {
+	var r RRset
+	if err := json.Unmarshal(o.Detail, &r); err != nil || r.Name == "" {
+		return r, errors.New("dnsupdate: the approved precondition does not record the RRset")
+	}
+	return r, nil
+}
+
+// Apply sends one signed UPDATE: prerequisite, the approved RRset exactly
+// (or that there was none); update, delete the RRset and add the new
+// record. The server applies both or neither (RFC 2136 3.4).
+//
+//   - NOERROR: applied; evidence the zone's serial after, and the values.
+//   - NXRRSET, YXRRSET, NXDOMAIN, YXDOMAIN (a prerequisite failed — an
+//     operator's edit in between), REFUSED, NOTAUTH (a bad key), NOTZONE,
+//     FORMERR, NOTIMP: refused, nothing applied; evidence the RRset now.
+//   - no connection (nothing sent): refused.
+//   - a timeout or a lost connection after the UPDATE was written, a
+//     SERVFAIL, an answer whose TSIG does not verify: ambiguous.
+func (a *Adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
+	e := call.Effect
+	p, err := params(e)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
+	}
+	rr, err := a.rr(e.Target, p)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
+	}
+	was, err := approved(call.Approved)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
+	}
+	key, err := readKey(a.keyFile)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
+	}
+	m := new(dns.Msg)
+	m.SetUpdate(a.zone)
+	if len(was.Values) == 0 {
+		m.RRsetNotUsed([]dns.RR{&dns.ANY{Hdr: dns.RR_Header{Name: e.Target, Rrtype: rr.Header().Rrtype, Class: dns.ClassINET}}})
+	} else {
+		var pre []dns.RR
+		for _, v := range was.Values {
+			old, err := a.rr(e.Target, Params{Type: p.Type, Value: v})
+			if err != nil {
+				return ledger.Evidence{}, ledger.Refused("approved value: "+err.Error(), a.said("not sent"))
+			}
+			pre = append(pre, old)
+		}
+		m.Used(pre)
+	}
+	m.RemoveRRset([]dns.RR{rr})
+	m.Insert([]dns.RR{rr})
+	m.SetTsig(key.name, key.algorithm, 300, time.Now().Unix())
+
+	c := a.client(&key)
+	co, err := c.DialContext(ctx, a.server)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Refused("no connection to "+a.server+"; nothing sent: "+err.Error(), a.said("not sent: "+err.Error()))
+	}
+	defer co.Close()
+	r, _, err := c.ExchangeWithConnContext(ctx, m, co)
+	if err != nil {
+		return ledger.Evidence{}, ledger.Ambiguous(fmt.Errorf("dnsupdate: UPDATE %s %s: %w", e.Target, p.Type, err))
+	}
+	now, rerr := a.Read(ctx, e.Target, p.Type)
+	ev := a.evidence(r, now, rerr)
+	switch r.Rcode {
+	case dns.RcodeSuccess:
+		return ev, nil
+	case dns.RcodeNXRrset, dns.RcodeYXRrset, dns.RcodeNameError, dns.RcodeYXDomain:
+		return ledger.Evidence{}, ledger.Refused(fmt.Sprintf("%s: the RRset is no longer the approved %s (now %s)",
+			dns.RcodeToString[r.Rcode], was.Digest(), now.Digest()), ev)
+	case dns.RcodeRefused, dns.RcodeNotAuth, dns.RcodeNotZone, dns.RcodeFormatError, dns.RcodeNotImplemented:
+		return ledger.Evidence{}, ledger.Refused(dns.RcodeToString[r.Rcode]+" from "+a.server, ev)
+	}
+	return ev, ledger.Ambiguous(fmt.Errorf("dnsupdate: UPDATE answered %s", dns.RcodeToString[r.Rcode]))
+}
+
+func (a *Adapter) evidence(r *dns.Msg, now RRset, readErr error) ledger.Evidence {
+	d := map[string]any{"rcode": dns.RcodeToString[r.Rcode], "message_id": r.Id, "rrset": now}
+	if readErr != nil {
+		d["read_error"] = readErr.Error()
+	}
+	b, _ := json.Marshal(d)
+	ev := ledger.Evidence{Detail: b, At: a.now().UTC()}
+	if readErr == nil {
+		ev.ProviderIDs = []string{fmt.Sprintf("%s serial %d", a.zone, now.Serial)}
+	}
+	return ev
+}
+
+func (a *Adapter) said(what string) ledger.Evidence {
+	b, _ := json.Marshal(map[string]string{"adapter": what})
+	return ledger.Evidence{Detail: b, At: a.now().UTC()}
+}
+
+// Observe asks the authoritative server for the RRset now. The wanted
+// value: Applied (evidence: the serial and values). The approved value,
+// unchanged: NotApplied (the server shows no such update; without a
+// lookup the ledger reads this as "not so far"). Any third value: someone
+// else wrote the record, before or after this update — the value cannot
+// tell which, so Inconclusive, and a person decides.
+func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	p, err := params(rec.Effect)
+	if err != nil {
+		return ledger.Inconclusive, ledger.Evidence{}, err
+	}
+	want, err := a.rr(rec.Effect.Target, p)
+	if err != nil {
+		return ledger.Inconclusive, ledger.Evidence{}, err
+	}
+	was, err := approved(rec.Precondition)
+	if err != nil {
+		return ledger.Inconclusive, ledger.Evidence{}, err
+	}
+	now, err := a.Read(ctx, rec.Effect.Target, p.Type)
+	if err != nil {
+		return ledger.Inconclusive, ledger.Evidence{}, err
+	}
+	b, _ := json.Marshal(map[string]any{"rrset": now, "approved": was})
+	ev := ledger.Evidence{Detail: b, At: a.now().UTC(), ProviderIDs: []string{fmt.Sprintf("%s serial %d", a.zone, now.Serial)}}
+	switch {
+	case slices.Equal(now.Values, []string{rdata(want)}):
+		return ledger.Applied, ev, nil
+	case now.Digest() == was.Digest():
+		return ledger.NotApplied, ev, nil
+	}
+	return ledger.Inconclusive, ev, fmt.Errorf("dnsupdate: %s holds %v, neither the approved %v nor the wanted %s: another writer changed it",
+		now.Name, now.Values, was.Values, rdata(want))
+}

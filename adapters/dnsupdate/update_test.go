@@ -1,0 +1,209 @@
+package dnsupdate_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/leasegate/leasegate/adapters/dnsupdate"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/adaptertest"
+	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+const name = "checkout.example.test."
+
+// world is a real named, the adapter reaching it through a proxy that can
+// cut or swallow the signed UPDATE, and the ledger.
+type world struct {
+	srv   *realprov.DNSServer
+	proxy *realprov.CutProxy
+	ad    *dnsupdate.Adapter
+	cnt   *adaptertest.Counting
+	env   *adaptertest.Env
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	srv := realprov.NewDNSServer(t, "checkout 60 IN A 10.0.0.1")
+	proxy, err := realprov.NewCutProxy(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	ad, err := dnsupdate.New(proxy.Addr(), srv.Zone, srv.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnt := &adaptertest.Counting{Adapter: ad}
+	return &world{srv: srv, proxy: proxy, ad: ad, cnt: cnt, env: adaptertest.New(t, []ledger.Adapter{cnt})}
+}
+
+func (w *world) effect(t *testing.T, value string) ledger.Effect {
+	t.Helper()
+	e, err := w.ad.Effect(name, "A", value, 60, "failover-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// value is the record's value as the server answers it now.
+func (w *world) value(t *testing.T) string {
+	t.Helper()
+	r, err := w.srv.Query(w.env.Ctx, name, dns.TypeA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			vs = append(vs, a.A.String())
+		}
+	}
+	return strings.Join(vs, ",")
+}
+
+// the signed UPDATE carries the key's name; queries are unsigned.
+const updateOnTheWire = "leasegate-update"
+
+func TestUpdateApplied(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || w.value(t) != "10.0.0.2" {
+		t.Fatalf("state %s, value %s; want CONFIRMED and 10.0.0.2", rec.State, w.value(t))
+	}
+	if rec.Evidence == nil || len(rec.Evidence.ProviderIDs) != 1 || !strings.Contains(rec.Evidence.ProviderIDs[0], "serial") {
+		t.Fatalf("evidence %+v, want the zone's serial", rec.Evidence)
+	}
+}
+
+// The UPDATE reaches named and its answer is lost: UNKNOWN; the next owner
+// reconciles from the authoritative answer (the record holds the value).
+func TestUpdateCutAfterSendReconciledFromTheServer(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.proxy.CutAfter(updateOnTheWire)
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Unknown || w.proxy.Cuts() != 1 {
+		t.Fatalf("state %s (cuts %d), want UNKNOWN", rec.State, w.proxy.Cuts())
+	}
+	rec = w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
+	if rec.State != ledger.Confirmed || w.cnt.Applies() != 1 {
+		t.Fatalf("state %s, applies %d; want CONFIRMED from one UPDATE", rec.State, w.cnt.Applies())
+	}
+}
+
+// The UPDATE is written but never delivered: the record keeps the approved
+// value, the ledger does not confirm it and, with no safe retry, stops for
+// review. "Assume applied" would confirm traffic that never moved.
+func TestUpdateLostBeforeDeliveryIsNotConfirmed(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.proxy.DropAt(updateOnTheWire)
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Unknown {
+		t.Fatalf("state %s, want UNKNOWN", rec.State)
+	}
+	rec = w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
+	if rec.State != ledger.ManualReview || w.value(t) != "10.0.0.1" {
+		t.Fatalf("state %s, value %s; want MANUAL_REVIEW and the old value", rec.State, w.value(t))
+	}
+}
+
+// An operator's nsupdate lands between the ledger's revalidation and the
+// call: the UPDATE's prerequisite fails at the server (NXRRSET), nothing
+// is overwritten, and the record is FAILED with the server's answer.
+func TestOperatorEditBetweenRevalidationAndCallIsRefusedNotOverwritten(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.cnt.Before = func() {
+		if err := w.srv.Nsupdate(w.env.Ctx, "update delete "+name+" A\nupdate add "+name+" 60 A 10.0.0.9"); err != nil {
+			t.Error(err)
+		}
+	}
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Failed || w.value(t) != "10.0.0.9" {
+		t.Fatalf("state %s, value %s; want FAILED and the operator's 10.0.0.9", rec.State, w.value(t))
+	}
+	if !strings.Contains(string(rec.Evidence.Detail), "NXRRSET") || !strings.Contains(string(rec.Evidence.Detail), "10.0.0.9") {
+		t.Fatalf("evidence %s, want the server's NXRRSET and the value it holds", rec.Evidence.Detail)
+	}
+}
+
+// An operator's edit after the approval and before the dispatch: the
+// ledger's revalidation sees it; SUPERSEDED, nothing sent.
+func TestOperatorEditBeforeDispatchSupersedes(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	if err := w.srv.Nsupdate(w.env.Ctx, "update delete "+name+" A\nupdate add "+name+" 60 A 10.0.0.9"); err != nil {
+		t.Fatal(err)
+	}
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Superseded || w.cnt.Applies() != 0 || w.value(t) != "10.0.0.9" {
+		t.Fatalf("state %s, applies %d, value %s", rec.State, w.cnt.Applies(), w.value(t))
+	}
+}
+
+// The answer is lost and an operator then edits the record: the value is
+// neither the approved nor the wanted one, so the server cannot tell
+// whether the UPDATE applied first. Inconclusive: MANUAL_REVIEW, never a
+// guess.
+func TestOperatorEditAfterALostAnswerGoesToReview(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.proxy.CutAfter(updateOnTheWire)
+	if rec := w.env.Dispatch(w.env.G, "traffic-db-b"); rec.State != ledger.Unknown {
+		t.Fatalf("state %s, want UNKNOWN", rec.State)
+	}
+	if err := w.srv.Nsupdate(w.env.Ctx, "update delete "+name+" A\nupdate add "+name+" 60 A 10.0.0.9"); err != nil {
+		t.Fatal(err)
+	}
+	rec := w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
+	if rec.State != ledger.ManualReview {
+		t.Fatalf("state %s, want MANUAL_REVIEW", rec.State)
+	}
+}
+
+func TestConfigurationCheckedAtConstruction(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.key", `key "k." { algorithm hmac-sha256; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQ="; };`)
+	badAlg := write("alg.key", `key "k." { algorithm hmac-md5; secret "c2VjcmV0LXNlY3JldC1zZWNyZXQ="; };`)
+	short := write("short.key", `key "k." { algorithm hmac-sha256; secret "c2hvcnQ="; };`)
+	junk := write("junk.key", "not a key file")
+	for _, c := range []struct{ name, server, zone, key, want string }{
+		{"no port", "127.0.0.1", "example.test.", good, "host:port"},
+		{"bad port", "127.0.0.1:notaport", "example.test.", good, "bad port"},
+		{"unresolvable", "ns1.invalid:53", "example.test.", good, "does not resolve"},
+		{"bad zone", "127.0.0.1:53", "exa mple..test", good, "not a domain name"},
+		{"missing key file", "127.0.0.1:53", "example.test.", filepath.Join(dir, "absent"), "no such file"},
+		{"no key file", "127.0.0.1:53", "example.test.", "", "no TSIG key file"},
+		{"unparsable key", "127.0.0.1:53", "example.test.", junk, "want key"},
+		{"unsupported algorithm", "127.0.0.1:53", "example.test.", badAlg, "algorithm"},
+		{"short secret", "127.0.0.1:53", "example.test.", short, "at least 16 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := dnsupdate.New(c.server, c.zone, c.key)
+			lgtest.Want(t, err, coordinator.InvalidInput)
+			if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "c2Vj") {
+				t.Fatalf("error %q, want %q and never the secret", err, c.want)
+			}
+		})
+	}
+	if _, err := dnsupdate.New("127.0.0.1:53", "example.test.", good); err != nil {
+		t.Fatalf("good configuration: %v", err)
+	}
+}
