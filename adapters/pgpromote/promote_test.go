@@ -98,7 +98,8 @@ func TestPromoteCutAfterSendReconciledFromTopology(t *testing.T) {
 	w.proxy.CutAfter("pg_promote")
 	rec := w.env.Dispatch(w.env.G, "promote-db-b")
 	if rec.State != ledger.Unknown || w.proxy.Cuts() != 1 {
-		_, js := w.env.Journal("promote-db-b"); t.Fatalf("state %s after a cut (cuts %d), want UNKNOWN: %+v", rec.State, w.proxy.Cuts(), js[len(js)-1])
+		_, js := w.env.Journal("promote-db-b")
+		t.Fatalf("state %s after a cut (cuts %d), want UNKNOWN: %+v", rec.State, w.proxy.Cuts(), js[len(js)-1])
 	}
 	g2 := w.env.TakeOver()
 	rec = w.env.Reconcile(g2, "promote-db-b")
@@ -230,4 +231,3 @@ func TestConfigurationCheckedAtConstruction(t *testing.T) {
 		t.Fatalf("good configuration: %v", err)
 	}
 }
-

@@ -307,4 +307,3 @@ func readAll(r *http.Request) ([]byte, error) {
 	_, err := b.ReadFrom(http.MaxBytesReader(nil, r.Body, 1<<20))
 	return bytes.TrimSpace(b.Bytes()), err
 }
-
