@@ -36,6 +36,28 @@ DRILL_FLAGS ?=
 drill: build
 	./bin/leasegate drill $(DRILL_FLAGS)
 
+# Real providers (internal/realprov, adapters/...): a PostgreSQL 15
+# primary and streaming standby, BIND 9 named with a TSIG-updatable zone,
+# nsupdate. `make providers` installs the Debian packages when they are
+# missing — that needs root (apt-get); `make test-providers` then runs the
+# reference adapters' tests on them, failing (not skipping) if a server is
+# absent. `make test` runs the same tests when the servers are installed
+# and skips them with one line naming this target when not.
+PROVIDER_PKGS = postgresql bind9 bind9-dnsutils
+.PHONY: providers test-providers drill-real
+providers:
+	@if [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null; then \
+		echo "providers: $(PROVIDER_PKGS) installed"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "providers: installing $(PROVIDER_PKGS) needs root: sudo make providers"; exit 1; \
+	else \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends $(PROVIDER_PKGS); \
+	fi
+
+test-providers: providers
+	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./internal/realprov ./adapters/...
+
 # Benchmarks (never part of `make test`): the Go benchmarks of the client's
 # hot paths, then `leasegate bench` on an embedded etcd with fsync on. See
 # docs/performance.md for what the figures mean.

@@ -20,7 +20,8 @@ import (
 // compare-and-set precondition:
 //
 //	POST /v1/records/{name}   body {"value": …}; headers Idempotency-Key (required),
-//	                          Fencing-Epoch (optional), If-Match (optional ETag)
+//	                          Fencing-Epoch (optional), If-Match (optional ETag),
+//	                          If-None-Match: * (optional: only if absent)
 //	    201  applied: {"change": id, "record", "value", "epoch", "etag"}
 //	    201  the same key and payload again: the first answer replayed
 //	         (Idempotent-Replayed: true), nothing applied again
@@ -29,7 +30,8 @@ import (
 //	         (problem type "request-in-progress")
 //	    409  a Fencing-Epoch lower than one the record already took
 //	         (problem type "stale-fencing-epoch")
-//	    412  If-Match names another ETag than the record's
+//	    412  If-Match names another ETag than the record's (or If-None-Match: *
+//	         and the record exists)
 //	    422  the same key with another payload
 //	GET  /v1/records/{name}   {"value", "etag", "change", "key"}; ETag header
 //	GET  /v1/changes?idempotency_key=K   the change made under K, or 404
@@ -214,6 +216,10 @@ func (s *IdemServer) post(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusConflict
 		out, _ = json.Marshal(map[string]string{"type": "stale-fencing-epoch", "title": "Conflict",
 			"detail": fmt.Sprintf("epoch %d is older than %d, which already changed this record", epoch, rec.epoch)})
+	case r.Header.Get("If-None-Match") == "*" && rec != nil:
+		status = http.StatusPreconditionFailed
+		out, _ = json.Marshal(map[string]string{"type": "precondition-failed", "title": "Precondition Failed",
+			"detail": "If-None-Match: * but the record exists", "etag": rec.ETag})
 	case r.Header.Get("If-Match") != "" && (rec == nil || r.Header.Get("If-Match") != rec.ETag):
 		status = http.StatusPreconditionFailed
 		cur := ""
