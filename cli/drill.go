@@ -249,6 +249,15 @@ func printDrill(p printer, rep *drill.Report, header string) error {
 		}
 		graders.rows = append(graders.rows, row)
 	}
+	cost := table{header: []string{"DESIGN", "RECOVERY P50/P95/MAX (S)", "RECOVERED", "WRITES HELD P50/P95/MAX (S)", "AMBIGUOUS",
+		"NEEDED COMMANDER", "ENDED IN HOLD", "RESIDUAL STALE CALLS (APPLIED)"}}
+	for _, d := range designs {
+		r := rep.Designs[d]
+		c := r.Cost
+		cost.rows = append(cost.rows, []string{string(d), secs(c.Recovery), fmt.Sprint(c.Recovery.Trials), secs(c.WritesHeld),
+			fmt.Sprint(c.WritesHeld.Trials), fmt.Sprint(c.Commander), fmt.Sprint(c.Holds),
+			fmt.Sprintf("%d (%d)", r.ResidualStaleCalls, r.ResidualApplied)})
+	}
 	faults := table{header: append([]string{"FAULT (TRIALS WHERE IT FIRED)"}, upper(designs)...)}
 	for _, k := range drill.FaultKinds {
 		row := []string{string(k)}
@@ -261,7 +270,15 @@ func printDrill(p printer, rep *drill.Report, header string) error {
 	if !rep.Pass {
 		verdict = "FAIL: " + rep.Why
 	}
-	return p.results(header, verdict, fixtures, summary, graders, faults)
+	return p.results(header, verdict, fixtures, summary, cost, graders, faults)
+}
+
+// secs prints a distribution of simulated seconds.
+func secs(s drill.Seconds) string {
+	if s.Trials == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f", s.P50, s.P95, s.Max)
 }
 
 func printReplay(p printer, rep *drill.Report) error {

@@ -51,7 +51,7 @@ func TestDrillEndpoints(t *testing.T) {
 	if got := keysOf(designs); !slices.Equal(got, []string{"fenced", "naive"}) {
 		t.Fatalf("designs %v", got)
 	}
-	want := []string{"faults", "manual_review", "reconciled", "seconds", "total_violations", "trials", "unknown_operations", "violations"}
+	want := []string{"cost", "faults", "manual_review", "reconciled", "residual_applied", "residual_stale_calls", "seconds", "total_violations", "trials", "unknown_operations", "violations"}
 	for name, d := range designs {
 		dm := d.(map[string]any)
 		if got := keysOf(dm); !slices.Equal(got, want) {
@@ -108,9 +108,10 @@ func TestDrillReplayEmbedded(t *testing.T) {
 	}
 }
 
-// TestDrillFails: a drill whose naive design is not caught (one trial of
-// seed 7 has no fault that bites it) exits 1 after printing its report,
-// with one line on stderr saying why.
+// TestDrillFails: a drill whose naive design is caught by fewer than two
+// graders (one trial of seed 7: only its traffic change before the writer
+// moved) exits 1 after printing its report, with one line on stderr saying
+// why.
 func TestDrillFails(t *testing.T) {
 	r := execApp(t, call{}, "drill", "--design", "naive", "--trials", "1", "--seed", "7", "-o", "json")
 	if r.code != cli.ExitRefused {
@@ -119,7 +120,7 @@ func TestDrillFails(t *testing.T) {
 	if obj := lastJSON(t, r.stdout); obj["pass"] != false {
 		t.Fatalf("pass %v", obj["pass"])
 	}
-	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "drill failed: the naive design is caught by 0 graders") {
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "drill failed: the naive design is caught by 1 graders") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }

@@ -159,6 +159,15 @@ type DesignReport struct {
 	ManualReview      int     `json:"manual_review"`
 	Resolved          int     `json:"-"`
 	Seconds           float64 `json:"seconds"`
+	// Cost is the cost of safety, in simulated time.
+	Cost Cost `json:"cost"`
+	// ResidualStaleCalls are stale calls that reached a provider through
+	// the residual window (the gateway read the grant current, the worker
+	// paused, the call left after its lease ended); ResidualApplied of them
+	// changed the world. Not violations of stale_epoch_dispatch: only a
+	// provider that checks the fence token can refuse them.
+	ResidualStaleCalls int `json:"residual_stale_calls"`
+	ResidualApplied    int `json:"residual_applied"`
 	// RefusedAtGateway counts stale requests the gateway refused, and
 	// FirstViolation the first trial each grader flagged (for --replay).
 	RefusedAtGateway int            `json:"-"`
@@ -297,6 +306,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 		firstErr = fmt.Errorf("drill: %w", context.Cause(ctx))
 	}
 	dr.Seconds = time.Since(start).Seconds()
+	dr.Cost.finish()
 	r.cfg.Logger.Named("drill").Info("trials done", zap.String("tenant", r.tenant(d)), zap.Int("trials", dr.Trials),
 		zap.Int("violations", dr.TotalViolations), zap.Float64("seconds", dr.Seconds))
 	return dr, kept, firstErr
@@ -311,6 +321,14 @@ func (dr *DesignReport) add(t *Trajectory) {
 		}
 		dr.Violations[v.Grader]++
 		dr.TotalViolations++
+	}
+	dr.Cost.add(costOf(t))
+	_, residual := staleCalls(t)
+	for _, c := range residual {
+		dr.ResidualStaleCalls++
+		if c.applied {
+			dr.ResidualApplied++
+		}
 	}
 	fired := map[FaultKind]bool{}
 	for _, e := range t.Events {

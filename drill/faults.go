@@ -44,32 +44,99 @@ const (
 	// The worker pauses at the same point, past its lease; a replacement
 	// takes over, and the old worker wakes and goes on to the call.
 	FaultPausedAfterClaim FaultKind = "paused_after_claim"
-	// The database provider's request lookup by id (what the adapter's
-	// Observe asks) times out for 10-15 minutes: its authority on an
-	// operation's outcome is inconclusive meanwhile.
+	// The database provider's evidence (the audit trail's lookup, and a
+	// lookup by id where a provider has one) times out for 10-15 minutes:
+	// its authority on an operation's outcome is inconclusive meanwhile.
 	FaultLookupOutage FaultKind = "provider_lookup_outage"
+	// The worker stops (killed, or paused past its lease) inside the
+	// traffic change's dispatch: after its claim, or after the provider
+	// accepted the change.
+	FaultTrafficStop FaultKind = "stopped_in_traffic_dispatch"
+	// The worker stops inside its Reconcile: the provider answered an
+	// observation and nothing is recorded yet.
+	FaultReconcileStop FaultKind = "stopped_in_reconcile"
+	// The worker pauses after the incident commander decided on a
+	// MANUAL_REVIEW record and before the decision is written (Resolve).
+	FaultResolvePause FaultKind = "paused_in_resolve"
+	// The worker pauses between the gateway's last fence read and the
+	// provider call, past its lease, then makes the call: the residual
+	// window only a provider that checks the fence token closes.
+	FaultResidualPause FaultKind = "paused_in_residual_window"
+	// Replication lag to the target rises past the approved loss bound
+	// for a while (30 s to 5 min): the commander must not approve meanwhile.
+	FaultLagExceeded FaultKind = "replication_lag_exceeded"
 )
 
 // FaultKinds lists every fault, in the report's order.
 var FaultKinds = []FaultKind{
 	FaultResponseDropped, FaultKilledBeforeReceipt, FaultHeartbeatStop, FaultStaleCache, FaultTopologyChanged,
 	FaultDNSPendingLong, FaultAuditDuplicated, FaultAuditDelayed, FaultNewBuild, FaultOperatorEdit,
-	FaultKilledAfterClaim, FaultPausedAfterClaim, FaultLookupOutage,
+	FaultKilledAfterClaim, FaultPausedAfterClaim, FaultLookupOutage, FaultTrafficStop, FaultReconcileStop,
+	FaultResolvePause, FaultResidualPause, FaultLagExceeded,
+}
+
+// window is where in a worker's run a stop (kill or pause) strikes.
+type window string
+
+// The windows a worker can stop in.
+const (
+	winPromoteClaim    window = "promote-claim"    // promotion's dispatch claimed, the call not sent
+	winPromoteResidual window = "promote-residual" // after the gateway's last fence read, before the call
+	winPromoteApply    window = "promote-apply"    // the provider accepted; nothing recorded
+	winTrafficClaim    window = "traffic-claim"
+	winTrafficResidual window = "traffic-residual"
+	winTrafficApply    window = "traffic-apply"
+	winReconcile       window = "reconcile" // an observation answered, nothing recorded
+	winResolve         window = "resolve"   // the commander decided, Resolve not written
+)
+
+// stopFault is the fault a stop of kind kill (or pause) in win reports.
+func stopFault(win window, kill bool) FaultKind {
+	switch win {
+	case winPromoteClaim:
+		if kill {
+			return FaultKilledAfterClaim
+		}
+		return FaultPausedAfterClaim
+	case winPromoteApply:
+		if kill {
+			return FaultKilledBeforeReceipt
+		}
+		return FaultHeartbeatStop
+	case winTrafficClaim, winTrafficApply:
+		return FaultTrafficStop
+	case winReconcile:
+		return FaultReconcileStop
+	case winResolve:
+		return FaultResolvePause
+	}
+	return FaultResidualPause
 }
 
 // plan is a trial's faults, drawn before the trial runs from the trial's
 // own RNG: both designs face the same plan for the same seed and trial.
 type plan struct {
-	dropOn          string // "promote", "traffic" or "" (no drop)
-	workerFault     FaultKind
-	staleCache      bool
-	topologyChanged bool
-	dnsLong         bool
-	auditDuplicate  bool
-	auditDelay      bool
-	newBuild        bool
-	operatorEdit    bool
-	operatorAt      time.Duration
+	dropOn string // "promote", "traffic" or "" (no drop)
+	// stopIn is where the first worker stops ("" : it does not), and
+	// kill whether it dies there (else it pauses past its lease and
+	// wakes up later).
+	stopIn window
+	kill   bool
+	// lagOver is when the replication lag rises past the loss bound, and
+	// lagBack when it is back within it (both 0: it never does).
+	lagOver, lagBack time.Duration
+	staleCache       bool
+	topologyChanged  bool
+	dnsLong          bool
+	auditDuplicate   bool
+	auditDelay       bool
+	newBuild         bool
+	operatorEdit     bool
+	// operatorValue is where the operator's edit points the record: the
+	// maintenance page (a holding action), or the read-only static checkout
+	// (a routing decision of the operator's own).
+	operatorValue string
+	operatorAt    time.Duration
 	// lookupOutage is how long, from the trial's start, the topology
 	// provider's request lookup times out (0: no outage).
 	lookupOutage time.Duration
@@ -94,12 +161,7 @@ func newPlan(rng *rand.Rand) plan {
 			p.dropOn = "traffic"
 		}
 	}
-	switch rng.IntN(3) {
-	case 0:
-		p.workerFault = FaultKilledBeforeReceipt
-	case 1:
-		p.workerFault = FaultHeartbeatStop
-	}
+	stop := rng.IntN(3) // 0 kill, 1 pause, 2 none
 	p.staleCache = coin()
 	p.topologyChanged = rng.Float64() < faultProbability/2
 	p.dnsLong = coin()
@@ -110,21 +172,40 @@ func newPlan(rng *rand.Rand) plan {
 	p.operatorAt = time.Duration(5+rng.IntN(60)) * time.Second
 	p.takeoverPause = time.Duration(20+rng.IntN(40)) * time.Second
 	p.standbyAt = time.Duration(3+rng.IntN(30)) * time.Second
-	// Drawn last, so that the draws above are those of the earlier fault
-	// model. A worker fault strikes, half the time, between the dispatch
-	// claim and the provider call instead of after the provider applied.
-	// That stop leaves a promotion the provider never saw; with the lookup
-	// outage its outcome would be left to the commander with no applied
-	// request to find (see docs/drill.md), so the two are not combined.
 	if rng.Float64() < outageProbability {
 		p.lookupOutage = time.Duration(10+rng.IntN(6)) * time.Minute
 	}
-	if p.workerFault != "" && p.lookupOutage == 0 && rng.IntN(2) == 0 {
-		if p.workerFault == FaultKilledBeforeReceipt {
-			p.workerFault = FaultKilledAfterClaim
-		} else {
-			p.workerFault = FaultPausedAfterClaim
+	if rng.Float64() < lagProbability {
+		p.lagOver = time.Duration(rng.IntN(20)) * time.Second
+		p.lagBack = p.lagOver + time.Duration(30+rng.IntN(270))*time.Second
+	}
+	p.operatorValue = maintenance
+	if rng.IntN(3) == 0 {
+		p.operatorValue = staticFallback
+	}
+	if stop < 2 {
+		p.kill = stop == 0
+		p.stopIn = windows[rng.IntN(len(windows))]
+		switch p.stopIn {
+		case winPromoteResidual, winTrafficResidual, winResolve:
+			p.kill = false // the point of these is what the woken worker does
+		}
+		// A stop in Reconcile needs an unknown to reconcile, and one in
+		// Resolve a MANUAL_REVIEW to resolve: they bring what they need.
+		switch p.stopIn {
+		case winReconcile:
+			p.dropOn = "promote"
+		case winResolve:
+			p.dropOn, p.lookupOutage = "promote", max(p.lookupOutage, 10*time.Minute)
 		}
 	}
 	return p
 }
+
+// windows are the stops' windows, as drawn.
+var windows = []window{winPromoteClaim, winPromoteApply, winPromoteResidual, winTrafficClaim, winTrafficResidual,
+	winTrafficApply, winReconcile, winResolve}
+
+// lagProbability is the chance that replication lag exceeds the loss
+// bound for a while.
+const lagProbability = 0.15

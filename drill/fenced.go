@@ -23,7 +23,7 @@ const (
 	policyPromote = "regional-promotion-runbook-v3"
 	policyTraffic = "traffic-follows-writer-v1"
 	// maxLoss is the loss bound the commander approves.
-	maxLoss = "5s"
+	maxLoss = 5 * time.Second
 	// trafficAttempts bounds the traffic operations one worker proposes
 	// (a superseded or overwritten change is followed by a new intent).
 	trafficAttempts = 4
@@ -35,6 +35,10 @@ const (
 	commander      = "incident-commander"
 	commanderLook  = time.Minute
 	commanderLooks = 10
+	// promotionIntents bounds the promotion intents of one incident: a
+	// new one only after the commander established the earlier one never
+	// applied (FAILED on evidence).
+	promotionIntents = 2
 )
 
 // runFenced is one fenced worker.
@@ -47,10 +51,46 @@ func (wk *worker) runFenced() {
 		wk.w.fail(err)
 		return
 	}
+	if wk.build == "v2" { // build v2 orders its steps differently: it reads the world first
+		wk.observe()
+	}
 	if wk.reconcile(l) && wk.promote(l) && wk.traffic(l) {
 		wk.release()
 	}
 }
+
+// Hold reasons: why a fenced worker stopped for the incident commander
+// with traffic held. Each is a legitimate end of a trial (the liveness
+// grader checks the reason against the trajectory).
+const (
+	holdManualReview     = "manual_review"     // an operation stays in MANUAL_REVIEW
+	holdOperatorEdit     = "operator_edit"     // the record was changed out of band
+	holdCommanderRefused = "commander_refused" // the commander refused the promotion
+)
+
+// hold stops the worker for the incident commander: traffic stays where it
+// is. It records why; the worker then releases nothing and does nothing
+// more.
+func (wk *worker) hold(reason, format string, args ...any) {
+	wk.w.held = true
+	wk.record(Event{Kind: KindHold, Effect: reason, Value: wk.w.dns.value, Detail: fmt.Sprintf(format, args...)})
+}
+
+// gateway is everything a fenced worker asks of the effect ledger and its
+// gateway: *ledger.Ledger in-process, as the drill runs it, or a client of
+// a gateway service (over loopback, say) with the same calls.
+type gateway interface {
+	Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error)
+	Authorize(ctx context.Context, g coordinator.Grant, operation string, a ledger.Approval) (ledger.Record, error)
+	Reject(ctx context.Context, g coordinator.Grant, operation, reason string) (ledger.Record, error)
+	Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error)
+	Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.Record, error)
+	Resolve(ctx context.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, approver, why string) (ledger.Record, error)
+	List(ctx context.Context, tenant, task string, state ledger.State) ([]ledger.Record, error)
+	Record(ctx context.Context, tenant, task, operation string) (ledger.Record, []ledger.Transition, error)
+}
+
+var _ gateway = (*ledger.Ledger)(nil)
 
 func (wk *worker) newLedger() (*ledger.Ledger, error) {
 	return ledger.New(wk.w.run.coord,
@@ -106,7 +146,7 @@ func (w *world) syncJournal() {
 // reconcile settles what an earlier owner left: its DISPATCHING records
 // become UNKNOWN, and every UNKNOWN is asked of the provider's authority.
 // It reports whether the worker may go on.
-func (wk *worker) reconcile(l *ledger.Ledger) bool {
+func (wk *worker) reconcile(l gateway) bool {
 	for round := 0; round < reconcileRounds; round++ {
 		recs, err := l.Reconcile(wk.w.ctx, wk.grant)
 		if !wk.check("reconcile", err) {
@@ -128,7 +168,7 @@ func (wk *worker) reconcile(l *ledger.Ledger) bool {
 
 // existing returns the task's records of kind, in the ledger's order, and
 // whether the worker may go on.
-func (wk *worker) existing(l *ledger.Ledger, kind string) ([]ledger.Record, bool) {
+func (wk *worker) existing(l gateway, kind string) ([]ledger.Record, bool) {
 	recs, err := l.List(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task, "")
 	if !wk.check("list", err) {
 		return nil, false
@@ -153,106 +193,195 @@ func effectName(kind string) string {
 // promotionID is the stable id of the incident's promotion. The two worker
 // builds spell it differently — which is why a worker adopts the record it
 // finds rather than trusting its own code to name the intent.
-func (wk *worker) promotionID() string {
+func (wk *worker) promotionID(n int) string {
+	id := "promote/" + wk.w.task
 	if wk.build == "v2" {
-		return "promotion:" + wk.w.task
+		id = "promotion:" + wk.w.task
 	}
-	return "promote/" + wk.w.task
+	if n > 1 {
+		id += fmt.Sprintf("/%d", n)
+	}
+	return id
 }
 
-// promote drives the promotion operation to an end: CONFIRMED, or
-// SUPERSEDED / FAILED / REJECTED when the world moved on, or MANUAL_REVIEW.
-// It reports whether the worker may go on.
-func (wk *worker) promote(l *ledger.Ledger) bool {
-	ctx, w := wk.w.ctx, wk.w
-	var rec ledger.Record
-	found, ok := wk.existing(l, kindPromote)
-	if !ok {
-		return false
-	}
-	if len(found) > 0 {
-		rec = found[0]
-		wk.note("adopts promotion %s (%s) from the ledger", rec.Operation, rec.State)
+// promotionParams is the promotion's parameters as this worker's build
+// encodes them: v1 and v2 name and encode the fields differently, so that
+// the two builds' digests of one intent differ. A worker adopts a record by
+// the intent it stores (targetOf decodes either encoding), never by
+// re-encoding its own and looking for that.
+func (wk *worker) promotionParams() json.RawMessage {
+	var b []byte
+	if wk.build == "v2" {
+		b, _ = json.Marshal(promoteParamsV2{TargetCluster: clusterSecondary, LossBoundMillis: maxLoss.Milliseconds()})
 	} else {
-		writer, promoting := wk.observe()
-		params, _ := json.Marshal(promoteParams{Target: clusterSecondary, MaxLoss: maxLoss})
-		id := wk.promotionID()
-		w.effects[id] = "promote"
-		var err error
-		rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
-			Params: params, Policy: policyPromote}, wk.observation(writer, promoting))
-		if !wk.check("propose", err) {
+		b, _ = json.Marshal(promoteParams{Target: clusterSecondary, MaxLoss: maxLoss.String()})
+	}
+	return b
+}
+
+// promote drives the promotion to an end: CONFIRMED, or the world moved
+// on without it (the target is the writer anyway), or a hold for the
+// commander. It reports whether the worker may go on to traffic.
+func (wk *worker) promote(l gateway) bool {
+	ctx, w := wk.w.ctx, wk.w
+	for n := 1; n <= promotionIntents; n++ {
+		found, ok := wk.existing(l, kindPromote)
+		if !ok {
 			return false
 		}
-	}
-	rec, ok = wk.drive(l, rec, approver{name: "incident-commander", wait: wk.awaitApproval,
-		note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss})
-	if ok && rec.State == ledger.ManualReview {
-		rec, ok = wk.review(l, rec)
-	}
-	if ok {
+		rec, adopted := adoptable(found)
+		switch {
+		case adopted:
+			wk.note("adopts promotion %s (%s) from the ledger by its stored intent: promote %s", rec.Operation, rec.State, targetOf(rec.Effect))
+		case len(found) > 0 && found[len(found)-1].State != ledger.Failed:
+			rec = found[len(found)-1] // SUPERSEDED or REJECTED: no new intent
+		default:
+			writer, promoting := wk.observe()
+			id := wk.promotionID(len(found) + 1)
+			w.effects[id] = "promote"
+			var err error
+			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
+				Params: wk.promotionParams(), Policy: policyPromote}, wk.observation(writer, promoting))
+			if !wk.check("propose", err) {
+				return false
+			}
+		}
+		rec, ok = wk.drive(l, rec, approver{name: commander, wait: func() {}, decide: wk.commanderApproves,
+			note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss.String()})
+		if ok && rec.State == ledger.ManualReview {
+			rec, ok = wk.review(l, rec)
+		}
+		if !ok {
+			return false
+		}
 		wk.note("promotion %s ends %s", rec.Operation, rec.State)
+		switch rec.State {
+		case ledger.Confirmed:
+			return true
+		case ledger.ManualReview:
+			wk.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
+			return false
+		case ledger.Rejected:
+			wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
+			return false
+		case ledger.Failed:
+			if writer, _ := w.topo.Describe(wk.caller("")); writer == targetOf(rec.Effect) {
+				return true // refused because the target is the writer already
+			}
+			continue // the commander established it never applied: a new intent
+		}
+		// SUPERSEDED: the world moved before dispatch; traffic follows
+		// whatever the writer now is.
+		return true
 	}
-	return ok
+	wk.hold(holdManualReview, "no promotion applied after %d intents", promotionIntents)
+	return false
+}
+
+// adoptable is the promotion record a worker adopts: the newest one not
+// settled as never applied (FAILED) or refused (REJECTED, SUPERSEDED).
+func adoptable(found []ledger.Record) (ledger.Record, bool) {
+	for i := len(found) - 1; i >= 0; i-- {
+		switch found[i].State {
+		case ledger.Failed, ledger.Rejected, ledger.Superseded:
+			continue
+		}
+		return found[i], true
+	}
+	return ledger.Record{}, false
+}
+
+// commanderApproves is the incident commander's review of a proposed
+// promotion (see worker.commanderDecides).
+func (wk *worker) commanderApproves(rec ledger.Record) (bool, string) {
+	return wk.commanderDecides(rec.Operation, targetOf(rec.Effect))
+}
+
+// How long the commander waits for the lag to come back within the bound.
+const (
+	commanderRecheck  = 15 * time.Second
+	commanderPatience = 3 * time.Minute
+)
+
+// commanderRule is the commander's test: the lag within the loss bound,
+// and the target a replica the topology names (not the writer, not being
+// promoted).
+func commanderRule(target string, lag time.Duration, topo func() (writer, promoting string)) (bool, string) {
+	if lag > maxLoss {
+		return false, fmt.Sprintf("replication lag %v exceeds the loss bound %v: not approved", lag, maxLoss)
+	}
+	writer, promoting := topo()
+	switch {
+	case target == writer:
+		return false, fmt.Sprintf("the target %s is the writer already: nothing to approve", target)
+	case promoting != "":
+		return false, fmt.Sprintf("a promotion of %s is in progress: not approved", promoting)
+	case target != clusterSecondary:
+		return false, fmt.Sprintf("the evidence names replica %s, not %s: not approved", clusterSecondary, target)
+	}
+	return true, fmt.Sprintf("approves promotion of %s: replication lag %v within the loss bound %v", target, lag, maxLoss)
 }
 
 // review is the incident commander's decision on a promotion the ledger
-// left in MANUAL_REVIEW (the provider's authority stayed inconclusive). The
-// commander looks for evidence outside the adapter's lookup: the audit
-// trail's PromoteTarget events under the operation's id, and the topology
-// as the provider describes it now. Both must agree that this request was
-// accepted — an audit event of this id, and the target the writer or being
-// promoted — before the commander resolves it CONFIRMED with those provider
-// ids (Ledger.Resolve, journaled with approver and why). Without that
-// evidence it decides nothing: the record stays in MANUAL_REVIEW and the
-// worker stops. It reports whether the worker may go on.
-func (wk *worker) review(l *ledger.Ledger, rec ledger.Record) (ledger.Record, bool) {
+// left in MANUAL_REVIEW. The commander looks for evidence outside the
+// adapter's bounded observations, every commanderLook: CONFIRMED when the
+// audit trail shows a PromoteTarget under the operation's id and the
+// topology shows its target as the writer or being promoted; FAILED when
+// no such call appears within the audit trail's delivery bound after the
+// dispatch and the topology shows no trace of it. Each decision goes
+// through Ledger.Resolve, journaled with approver and why. Without either
+// evidence it decides nothing: the record stays in MANUAL_REVIEW. It
+// reports whether the worker may go on.
+func (wk *worker) review(l gateway, rec ledger.Record) (ledger.Record, bool) {
 	w := wk.w
-	var p promoteParams
-	if err := json.Unmarshal(rec.Effect.Params, &p); err != nil || p.Target == "" {
-		wk.note("promotion %s in MANUAL_REVIEW has unreadable parameters; it stays there", rec.Operation)
-		return rec, false
-	}
+	target := targetOf(rec.Effect)
 	wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
-		Detail: "reviews " + rec.Operation + " in MANUAL_REVIEW: the provider's lookup gave no answer"})
+		Detail: "reviews " + rec.Operation + " in MANUAL_REVIEW: the provider's evidence was inconclusive"})
 	for look := 0; look < commanderLooks; look++ {
 		wk.a.sleep(commanderLook)
-		ids := w.audit.find("PromoteTarget", rec.Operation)
+		ids, err := w.topo.LookupEvents(caller{actor: commander}, "PromoteTarget", rec.Operation)
 		writer, promoting := w.topo.Describe(caller{actor: commander})
-		if !acceptedOn(ids, writer, promoting, p.Target) {
-			wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
-				Detail: fmt.Sprintf("no evidence yet: %d audit event(s) under this id, writer %s, promoting %s", len(ids), writer, orDash(promoting))})
+		to, why := commanderVerdict(ids, err, writer, promoting, target, w.s.now-simDuration(rec.DispatchedAt))
+		if to == "" {
+			wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation, Detail: "no decision: " + why})
 			continue
 		}
-		d, _ := json.Marshal(map[string]string{"audit": "PromoteTarget " + strings.Join(ids, ",") + " under " + rec.Operation,
+		d, _ := json.Marshal(map[string]string{"audit": fmt.Sprintf("PromoteTarget %v under %s", ids, rec.Operation),
 			"writer": writer, "promoting": promoting})
-		why := fmt.Sprintf("CloudTrail shows PromoteTarget %s under this operation id, and the topology shows %s as %s",
-			strings.Join(ids, ","), p.Target, map[bool]string{true: "the writer", false: "being promoted"}[writer == p.Target])
-		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, ledger.Confirmed,
-			ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(w.s.now)}, commander, why)
+		wk.stopAt(winResolve, "after the commander decided, before Resolve was written")
+		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, to, ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(w.s.now)}, commander, why)
 		if !wk.check("resolve", err) {
 			return r, false
 		}
 		return r, true
 	}
-	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW and the worker stops", rec.Operation)
-	return rec, false
+	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW", rec.Operation)
+	return rec, true
 }
 
-// acceptedOn is the commander's test of the evidence: the audit trail
-// names a request under the operation's id, and the provider's topology
-// shows its target as the writer or being promoted. Either alone is not
-// enough: an audit event corroborates, and a target that is the writer may
-// be an out-of-band promotion's doing.
-func acceptedOn(auditIDs []string, writer, promoting, target string) bool {
-	return len(auditIDs) > 0 && (writer == target || promoting == target)
+// commanderVerdict is the commander's reading of the evidence on a
+// promotion in MANUAL_REVIEW dispatched age ago: CONFIRMED, FAILED, or ""
+// (no decision), and why.
+func commanderVerdict(ids []string, lookupErr error, writer, promoting, target string, age time.Duration) (ledger.State, string) {
+	switch {
+	case lookupErr != nil:
+		return "", "the audit trail does not answer"
+	case len(ids) > 0 && (writer == target || promoting == target):
+		return ledger.Confirmed, fmt.Sprintf("CloudTrail shows PromoteTarget %s under this operation id, and the topology shows %s as %s",
+			strings.Join(ids, ","), target, map[bool]string{true: "the writer", false: "being promoted"}[writer == target])
+	case len(ids) == 0 && writer != target && promoting != target && age > auditBound:
+		return ledger.Failed, fmt.Sprintf("no PromoteTarget under this operation id %v after its dispatch (the audit trail delivers within %v), and the topology shows writer %s, nothing promoting: it never applied",
+			age.Round(time.Second), auditBound, writer)
+	}
+	return "", fmt.Sprintf("%d audit event(s) under this id, writer %s, promoting %s", len(ids), writer, orDash(promoting))
 }
 
-// approver is who approves an operation's exact digests, and the time it
-// takes them.
+// approver is who approves an operation's exact digests: the time it takes
+// them, and, for a person with a rule, the decision (nil: approve).
 type approver struct {
 	name, note string
 	wait       func()
+	decide     func(ledger.Record) (bool, string)
 }
 
 // observe is the worker's view of the topology: a stale cache on its first
@@ -267,10 +396,11 @@ func (wk *worker) observe() (writer, promoting string) {
 // traffic points the record at the writer as its own operation, after the
 // topology settled (as the worker sees it), and verifies from both
 // authorities that the record follows the writer. A superseded change (the
-// worker's view was stale: the gateway revalidated it) or an overwritten
-// one (an operator's edit) is followed by a new intent with a new id. It
-// reports whether the worker may go on.
-func (wk *worker) traffic(l *ledger.Ledger) bool {
+// worker's view was stale: the gateway revalidated it) is followed by a new
+// intent with a new id. A record that is not what the workflow last left it
+// (an operator's edit) is respected: the worker holds for the commander
+// instead of overwriting it. It reports whether the worker may go on.
+func (wk *worker) traffic(l gateway) bool {
 	ctx, w := wk.w.ctx, wk.w
 	for n := 0; n < trafficAttempts; n++ {
 		found, ok := wk.existing(l, kindTraffic)
@@ -281,19 +411,29 @@ func (wk *worker) traffic(l *ledger.Ledger) bool {
 		if len(found) > 0 {
 			rec = found[len(found)-1]
 		}
+		if wk.editedOutOfBand(found) {
+			return false
+		}
 		switch {
 		case rec.State != "" && !rec.State.Terminal():
 			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
-		case rec.State == ledger.Confirmed && wk.verify():
-			return true
+		case rec.State == ledger.Confirmed:
+			if done, edited := wk.verify(found); done || edited {
+				return done
+			}
+			fallthrough
 		default:
 			writer := wk.settledView()
+			if wk.editedOutOfBand(found) { // while it waited for the topology
+				return false
+			}
 			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
 			w.effects[id] = "traffic"
 			params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
 			var err error
+			_, promoting := w.topo.Describe(wk.caller(""))
 			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params,
-				Policy: policyTraffic}, wk.observation(writer, ""))
+				Policy: policyTraffic}, wk.trafficObservation(writer, promoting, w.dns.Record(wk.caller(""))))
 			if !wk.check("propose", err) {
 				return false
 			}
@@ -302,17 +442,68 @@ func (wk *worker) traffic(l *ledger.Ledger) bool {
 			return false
 		}
 	}
-	if !wk.verify() {
+	found, ok := wk.existing(l, kindTraffic)
+	if !ok {
+		return false
+	}
+	if done, _ := wk.verify(found); !done {
 		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
 	}
 	return true
+}
+
+// lastLeft is the value the workflow last left the record at: the newest
+// traffic operation that may have reached the provider (CONFIRMED, or
+// still in flight), else the value before the incident.
+func lastLeft(found []ledger.Record) string {
+	for i := len(found) - 1; i >= 0; i-- {
+		switch found[i].State {
+		case ledger.Confirmed, ledger.Dispatching, ledger.Unknown, ledger.ManualReview:
+			var p trafficParams
+			if json.Unmarshal(found[i].Effect.Params, &p) == nil {
+				return p.Value
+			}
+		}
+	}
+	return clusterPrimary
+}
+
+// editedOutOfBand reads the record at its authority and, if it is not what
+// the workflow last left it (or what the commander last let it go on
+// from), stops for the commander: an operator changed the recovery
+// resource, and the approved world no longer holds there. It reports
+// whether the worker must stop (the commander keeps the hold).
+//
+// The commander's rule: an edit to the maintenance page is a holding
+// action; after confirming it with the operator (1-3 minutes) the commander
+// lets the workflow go on from it, and the next traffic intent is proposed
+// against the record as it now is. Any other edit (the read-only static
+// checkout) is the operator's own routing decision: it stands, and traffic
+// stays held until a person decides otherwise.
+func (wk *worker) editedOutOfBand(found []ledger.Record) bool {
+	now, want := wk.w.dns.Record(wk.caller("")), lastLeft(found)
+	if now == want || now == wk.resumedFrom {
+		return false
+	}
+	wk.hold(holdOperatorEdit, "%s was edited out of band to %s (the workflow left %s): not overwritten; traffic held for the commander", recordName, now, want)
+	if now != maintenance {
+		wk.record(Event{Kind: KindNote, Actor: "commander", Detail: fmt.Sprintf(
+			"the operator pointed %s at %s by hand: a routing decision that stands until a person decides otherwise", recordName, now)})
+		return true
+	}
+	wk.a.sleep(wk.w.s.between(time.Minute, 3*time.Minute))
+	wk.w.held = false
+	wk.resumedFrom = now
+	wk.record(Event{Kind: KindResume, Actor: "commander", Value: now, Detail: fmt.Sprintf(
+		"the operator confirms %s was a holding action: the workflow goes on from it", now)})
+	return false
 }
 
 // drive takes one operation as far as it goes: approval, dispatch through
 // the gateway, reconciliation of an unknown outcome. It returns the record
 // as it ends (UNKNOWN if a change is still PENDING after reconciling), and
 // whether the worker may go on.
-func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record, by approver) (ledger.Record, bool) {
+func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Record, bool) {
 	ctx, w := wk.w.ctx, wk.w
 	for step := 0; step < 20; step++ {
 		var err error
@@ -320,6 +511,15 @@ func (wk *worker) drive(l *ledger.Ledger, rec ledger.Record, by approver) (ledge
 		switch rec.State {
 		case ledger.Proposed:
 			by.wait()
+			if by.decide != nil {
+				if ok, why := by.decide(rec); !ok {
+					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name+": "+why)
+					if !wk.check("reject", err) {
+						return rec, false
+					}
+					continue
+				}
+			}
 			op = "authorize"
 			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
 				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now), Note: by.note})
@@ -361,16 +561,20 @@ func (wk *worker) settledView() string {
 }
 
 // verify reads the record and the writer from their authorities; when they
-// agree the incident is closed.
-func (wk *worker) verify() bool {
+// agree the incident is closed. A record the workflow did not set is an
+// out-of-band edit: the worker holds (edited).
+func (wk *worker) verify(found []ledger.Record) (done, edited bool) {
 	wk.a.step()
 	record := wk.w.dns.Record(wk.caller(""))
 	writer, promoting := wk.w.topo.Describe(wk.caller(""))
 	if promoting == "" && record == writer {
 		wk.w.closed = true
 		wk.note("verified: %s points at the writer %s; incident closed", recordName, writer)
-		return true
+		return true, false
+	}
+	if wk.editedOutOfBand(found) {
+		return false, true
 	}
 	wk.note("verify: %s points at %s, the writer is %s", recordName, record, writer)
-	return false
+	return false, false
 }

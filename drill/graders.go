@@ -28,15 +28,27 @@ const (
 	GraderUnresolvedUnknown Grader = "unresolved_unknown"
 	// The final traffic target is the final writer.
 	GraderFinalTrafficWriter Grader = "final_traffic_not_writer"
-	// No worker points traffic away from the writer once the promotion has
-	// moved it, even if the end state is green.
+	// No worker points traffic at a cluster that is not the writer at that
+	// moment (before the promotion moved it as much as after), even if the
+	// end state is green.
 	GraderProhibitedTraffic Grader = "prohibited_traffic_transition"
+	// An operator's out-of-band edit of the record is not overwritten by a
+	// worker: the design notices it and stops for the commander.
+	GraderOperatorEditOverwritten Grader = "operator_edit_overwritten"
+	// The trial does not end where it started — writer and traffic still
+	// on the impaired original — unless in a legitimate hold: an operation
+	// left in MANUAL_REVIEW, an operator's edit respected, or a promotion
+	// the commander refused, with no traffic change by a worker after the
+	// hold. A design that does nothing fails it. (Traffic that ends off the
+	// writer is final_traffic_not_writer's.)
+	GraderLiveness Grader = "liveness"
 )
 
 // Graders lists every grader, in the report's order.
 var Graders = []Grader{
 	GraderOnePromotionIntent, GraderStaleEpochDispatch, GraderConfirmedWithoutEvidence,
-	GraderUnresolvedUnknown, GraderFinalTrafficWriter, GraderProhibitedTraffic,
+	GraderUnresolvedUnknown, GraderFinalTrafficWriter, GraderProhibitedTraffic, GraderOperatorEditOverwritten,
+	GraderLiveness,
 }
 
 // Violation is one grader's finding in one trajectory.
@@ -67,12 +79,16 @@ func grade(g Grader, t *Trajectory) []string {
 	case GraderUnresolvedUnknown:
 		return unresolvedUnknown(t)
 	case GraderFinalTrafficWriter:
-		if t.FinalTraffic != t.FinalWriter {
+		if t.FinalTraffic != t.FinalWriter && !respectsOperator(t) && legitHold(t) == "" {
 			return []string{fmt.Sprintf("traffic ends at %s, the writer is %s", t.FinalTraffic, t.FinalWriter)}
 		}
 		return nil
 	case GraderProhibitedTraffic:
 		return prohibitedTraffic(t)
+	case GraderOperatorEditOverwritten:
+		return operatorEditOverwritten(t)
+	case GraderLiveness:
+		return liveness(t)
 	}
 	return []string{"unknown grader " + string(g)}
 }
@@ -85,35 +101,77 @@ func isMutation(e Event) bool {
 	return e.Kind == KindCall && (e.Effect == "PromoteTarget" || e.Effect == "ChangeResourceRecordSets")
 }
 
+// onePromotionIntent flags a further promotion key from a worker reaching
+// the provider while an earlier one is not settled as never applied: a new
+// intent is legitimate only after the earlier one ended FAILED, REJECTED or
+// SUPERSEDED on evidence, never because an answer went missing.
 func onePromotionIntent(t *Trajectory) []string {
 	var keys []string
 	seen := map[string]bool{}
-	for _, e := range t.Events {
-		if e.Kind == KindCall && e.Effect == "PromoteTarget" && byWorker(e) && !seen[e.Operation] {
-			seen[e.Operation] = true
-			keys = append(keys, e.Operation)
-		}
-	}
+	state := map[string]string{} // operation -> its promotion's state so far
 	var out []string
-	for _, k := range keys[min(1, len(keys)):] {
-		out = append(out, fmt.Sprintf("a further promotion intent %q after %q", k, keys[0]))
+	for _, e := range t.Events {
+		if e.Kind == KindTransition && e.Effect == "promote" {
+			state[e.Operation] = e.To
+		}
+		if e.Kind != KindCall || e.Effect != "PromoteTarget" || !byWorker(e) || seen[e.Operation] {
+			continue
+		}
+		for _, k := range keys {
+			switch state[k] {
+			case "FAILED", "REJECTED", "SUPERSEDED":
+				continue
+			}
+			out = append(out, fmt.Sprintf("a further promotion intent %q while %q is %s", e.Operation, k, orDash(state[k])))
+			break
+		}
+		seen[e.Operation] = true
+		keys = append(keys, e.Operation)
 	}
 	return out
 }
 
+// staleEpochDispatch flags a mutating call that reached a provider under an
+// epoch older than the task's newest grant, unless the gateway read that
+// grant current as the call left (a fence-read event of the same worker,
+// operation and epoch while it was the newest): that call went through the
+// residual window between the gateway's last check and the provider, which
+// only a provider checking the fence token closes. Those are counted apart
+// (residualCalls), not hidden: what they did to the world, the other graders
+// judge.
 func staleEpochDispatch(t *Trajectory) []string {
+	out, _ := staleCalls(t)
+	return out
+}
+
+// residualCall is a stale call that passed the gateway's fence read while
+// current; applied says whether the provider changed the world on it.
+type residualCall struct {
+	event   Event
+	applied bool
+}
+
+func staleCalls(t *Trajectory) (violations []string, residual []residualCall) {
 	var newest int64
-	var out []string
-	for _, e := range t.Events {
-		if e.Kind == KindClaim {
+	passed := map[string]bool{} // "by op epoch" read current as the call left
+	for i, e := range t.Events {
+		switch {
+		case e.Kind == KindClaim:
 			newest = max(newest, e.Epoch)
-		}
-		if isMutation(e) && byWorker(e) && e.Epoch < newest {
-			out = append(out, fmt.Sprintf("%s by %s at %.3fs under epoch %d; the task's newest grant is %d",
+		case e.Kind == KindFenceRead && e.Epoch == newest:
+			passed[fmt.Sprint(e.Actor, " ", e.Operation, " ", e.Epoch)] = true
+		case isMutation(e) && byWorker(e) && e.Epoch < newest:
+			key := fmt.Sprint(e.By, " ", e.Operation, " ", e.Epoch)
+			if passed[key] {
+				residual = append(residual, residualCall{event: e, applied: i+1 < len(t.Events) &&
+					t.Events[i+1].Kind == KindApplied && t.Events[i+1].By == e.By && t.Events[i+1].Epoch == e.Epoch})
+				continue
+			}
+			violations = append(violations, fmt.Sprintf("%s by %s at %.3fs under epoch %d; the task's newest grant is %d",
 				e.Effect, e.By, e.At.Seconds(), e.Epoch, newest))
 		}
 	}
-	return out
+	return violations, residual
 }
 
 func confirmedWithoutEvidence(t *Trajectory) []string {
@@ -207,16 +265,18 @@ func unresolvedUnknown(t *Trajectory) []string {
 		switch {
 		case last == "DISPATCHING" || last == "STARTED":
 			out = append(out, fmt.Sprintf("%s ends %s: a dispatch nobody recorded or reconciled", op, last))
-		case ops.unknown[op] && !resolved(last):
+		case ops.unknown[op] && !resolved(last) && !ops.review[op]: // from MANUAL_REVIEW, the commander's decision stands
 			out = append(out, fmt.Sprintf("%s went UNKNOWN and ends %s", op, last))
 		}
 	}
 	return out
 }
 
+// prohibitedTraffic flags every worker's change of the record to a target
+// that is not the writer at that moment: before the promotion moved it as
+// much as after.
 func prohibitedTraffic(t *Trajectory) []string {
 	writer := t.Original
-	moved := false
 	var out []string
 	for _, e := range t.Events {
 		if e.Kind != KindApplied {
@@ -224,13 +284,108 @@ func prohibitedTraffic(t *Trajectory) []string {
 		}
 		switch e.Effect {
 		case "writer":
-			moved = moved || e.Value != writer
 			writer = e.Value
 		case "record":
-			if moved && byWorker(e) && e.Value != writer {
+			if byWorker(e) && e.Value != writer {
 				out = append(out, fmt.Sprintf("%s pointed traffic at %s at %.3fs; the writer was %s", e.By, e.Value, e.At.Seconds(), writer))
 			}
 		}
 	}
 	return out
+}
+
+// operatorEditOverwritten flags a worker's change of the record after an
+// operator edited it by hand, unless the incident commander decided in
+// between that the workflow goes on from the edit (a resume event).
+func operatorEditOverwritten(t *Trajectory) []string {
+	var edit *Event
+	var out []string
+	for i, e := range t.Events {
+		if e.Kind == KindResume {
+			edit = nil
+		}
+		if e.Kind != KindApplied || e.Effect != "record" {
+			continue
+		}
+		switch {
+		case e.By == operatorCaller.actor:
+			edit = &t.Events[i]
+		case edit != nil && byWorker(e):
+			out = append(out, fmt.Sprintf("%s overwrote the operator's edit (%s at %.3fs) with %s at %.3fs",
+				e.By, edit.Value, edit.At.Seconds(), e.Value, e.At.Seconds()))
+		}
+	}
+	return out
+}
+
+// respectsOperator: the record ends at an operator's edit and no worker
+// changed it afterwards (a design that respected the edit is not faulted
+// for traffic not following the writer).
+func respectsOperator(t *Trajectory) bool {
+	last := -1
+	for i, e := range t.Events {
+		if e.Kind == KindApplied && e.Effect == "record" {
+			last = i
+		}
+	}
+	return last >= 0 && t.Events[last].By == operatorCaller.actor && t.Events[last].Value == t.FinalTraffic
+}
+
+// liveness: the trial moved off the impaired original, or ended in a hold
+// the trajectory bears out.
+func liveness(t *Trajectory) []string {
+	if t.FinalWriter != t.Original || t.FinalTraffic != t.FinalWriter {
+		return nil // moved on (where traffic ends is final_traffic_not_writer's)
+	}
+	if why := legitHold(t); why != "" {
+		return nil
+	}
+	return []string{fmt.Sprintf("the trial ends with writer %s and traffic %s (the original writer was %s), and in no hold the trajectory bears out",
+		t.FinalWriter, t.FinalTraffic, t.Original)}
+}
+
+// legitHold is the reason of the hold the trial ended in, if the
+// trajectory bears it out ("" if none): no worker changed traffic after
+// it, and an operation is still in MANUAL_REVIEW, or the operator's edit
+// stands, or the commander refused the promotion.
+func legitHold(t *Trajectory) string {
+	ops := operations(t)
+	ends := func(state string) bool {
+		for _, op := range ops.order {
+			if ops.last[op] == state {
+				return true
+			}
+		}
+		return false
+	}
+	for i, e := range t.Events {
+		if e.Kind != KindHold || changedAfter(t.Events[i+1:]) || resumedAfter(t.Events[i+1:]) {
+			continue
+		}
+		switch {
+		case e.Effect == holdManualReview && ends("MANUAL_REVIEW"),
+			e.Effect == holdOperatorEdit && respectsOperator(t),
+			e.Effect == holdCommanderRefused && ends("REJECTED"):
+			return e.Effect
+		}
+	}
+	return ""
+}
+
+func resumedAfter(events []Event) bool {
+	for _, e := range events {
+		if e.Kind == KindResume {
+			return true
+		}
+	}
+	return false
+}
+
+func changedAfter(events []Event) bool {
+	for _, e := range events {
+		if e.Kind == KindApplied && e.Effect == "record" && byWorker(e) {
+			return true
+		}
+	}
+	return false
 }

@@ -76,13 +76,14 @@ func TestGraders(t *testing.T) {
 			t.Events[4].To, t.Events[4].From = "DISPATCHING", "AUTHORIZED"
 			t.Events = append(t.Events[:6], t.Events[7:]...)
 		}},
-		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "maintenance-page" }},
+		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "aurora-use1" }},
 		{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
 			// A worker holds traffic on the old writer after the promotion
 			// moved it (and later fixes it: the end is green).
 			insert(t, 8, drill.Event{Kind: drill.KindApplied, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "hold", Effect: "record", Value: "aurora-use1"})
 		}},
 	}
+	cases = append(cases, newGraderCases...)
 	for _, c := range cases {
 		t.Run(string(c.grader), func(t *testing.T) {
 			traj := clean()
@@ -100,5 +101,91 @@ func TestGraders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ev is a shorthand for the hand-made trajectories below.
+func ev(s float64, k drill.Kind, actor, by, op, effect, value string) drill.Event {
+	return drill.Event{At: time.Duration(s * float64(time.Second)), Kind: k, Actor: actor, By: by, Operation: op, Effect: effect, Value: value}
+}
+
+// newGraderCases are the violations of the graders that cannot be passed
+// by doing nothing, each injected into the clean trajectory.
+var newGraderCases = []struct {
+	grader drill.Grader
+	inject func(t *drill.Trajectory)
+}{
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// A design that does nothing: it claims, and the world stays as it was.
+		t.Events = t.Events[:1]
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
+	}},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// A hold the trajectory does not bear out: nothing is in MANUAL_REVIEW.
+		t.Events = append(t.Events[:1], drill.Event{At: time.Second, Kind: drill.KindHold, Actor: "worker-a", Effect: "manual_review"})
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
+	}},
+	{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
+		// Traffic pointed at the target before the promotion moved the writer.
+		insert(t, 7, ev(5, drill.KindApplied, "route53", "worker-a", "early", "record", "aurora-usw2"))
+	}},
+	{drill.GraderOperatorEditOverwritten, func(t *drill.Trajectory) {
+		// The operator's edit at 10 s, then a worker's change over it.
+		t.Events = append(t.Events, ev(14, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
+	}},
+	{drill.GraderStaleEpochDispatch, func(t *drill.Trajectory) {
+		// A fence read while current, but of another operation: no excuse.
+		read := ev(2.5, drill.KindFenceRead, "worker-a", "", "traffic/x/8", "send", "")
+		read.Epoch = 10
+		insert(t, 5, read)
+		call := ev(9, drill.KindCall, "route53", "worker-a", "traffic/x/9", "ChangeResourceRecordSets", "aurora-usw2")
+		call.Epoch = 10
+		insert(t, 9, call)
+	}},
+}
+
+// TestGradersPassLegitimateEnds: a trial that ends in a hold the
+// trajectory bears out, a new promotion intent after the first was shown
+// never applied, and a stale call through the residual window (the
+// gateway read the grant current as it left) are not violations.
+func TestGradersPassLegitimateEnds(t *testing.T) {
+	for name, f := range map[string]func(t *drill.Trajectory){
+		"manual review hold": func(t *drill.Trajectory) {
+			t.Events = append(t.Events[:2], drill.Event{At: 2 * time.Second, Kind: drill.KindTransition, Actor: "worker-a", Operation: "promote/x", Effect: "promote", From: "UNKNOWN", To: "MANUAL_REVIEW"},
+				drill.Event{At: 3 * time.Second, Kind: drill.KindHold, Actor: "worker-a", Effect: "manual_review"})
+			t.Events[1].To = "UNKNOWN"
+			t.FinalWriter, t.FinalTraffic = "aurora-usw2", "aurora-use1"
+		},
+		"operator edit respected": func(t *drill.Trajectory) {
+			t.Events = append(t.Events, drill.Event{At: 11 * time.Second, Kind: drill.KindHold, Actor: "worker-b", Effect: "operator_edit"})
+			t.FinalTraffic = "maintenance-page"
+		},
+		"commander resumes after an edit": func(t *drill.Trajectory) {
+			t.Events = append(t.Events, drill.Event{At: 11 * time.Second, Kind: drill.KindHold, Actor: "worker-b", Effect: "operator_edit"},
+				drill.Event{At: 70 * time.Second, Kind: drill.KindResume, Actor: "commander"},
+				ev(71, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
+		},
+		"new intent after FAILED": func(t *drill.Trajectory) {
+			// The commander found promote/x never applied; a second intent follows.
+			t.Events[6].To, t.Events[6].Evidence = "MANUAL_REVIEW", nil
+			call := ev(7, drill.KindCall, "aurora", "worker-b", "promote/x/2", "PromoteTarget", "aurora-usw2")
+			call.Epoch = 12
+			insert(t, 7, call)
+			insert(t, 7, drill.Event{At: 7 * time.Second, Kind: drill.KindTransition, Actor: "worker-b", Epoch: 12, Operation: "promote/x", Effect: "promote", From: "MANUAL_REVIEW", To: "FAILED"})
+		},
+		"residual window": func(t *drill.Trajectory) {
+			read := ev(2.5, drill.KindFenceRead, "worker-a", "", "traffic/x/9", "send", "")
+			read.Epoch = 10
+			insert(t, 5, read)
+			call := ev(9, drill.KindCall, "route53", "worker-a", "traffic/x/9", "ChangeResourceRecordSets", "aurora-usw2")
+			call.Epoch = 10
+			insert(t, 9, call)
+		},
+	} {
+		traj := clean()
+		f(traj)
+		if v := drill.Grade(traj); len(v) != 0 {
+			t.Errorf("%s: %v", name, v)
+		}
 	}
 }

@@ -67,7 +67,12 @@ func (wk *worker) runNaive() {
 		wk.topology()
 		wk.a.step()
 		wk.note("plan: promote %s, then point %s at it", clusterSecondary, recordName)
-		wk.awaitApproval()
+		if ok, _ := wk.commanderDecides("plan", clusterSecondary); !ok {
+			wk.transition("plan", "promote", "", "REJECTED")
+			wk.hold(holdCommanderRefused, "the commander refused the plan: traffic held")
+			wk.release()
+			return
+		}
 		wk.note("commander approved the plan")
 	} else if n := w.audit.count("PromoteTarget"); n > 0 && !h.completed {
 		// The new controller asks the audit trail whether the promotion
@@ -82,10 +87,10 @@ func (wk *worker) runNaive() {
 		h.start(wk.name, key)
 		wk.transition(key, "promote", "", "STARTED")
 		wk.a.step()
-		wk.beforeCall()
+		wk.stopAt(winPromoteClaim, "after its attempt started, before the call left")
 		req, err := w.topo.Promote(wk.caller(key), clusterSecondary)
 		if err == nil {
-			wk.afterApply()
+			wk.stopAt(winPromoteApply, "after the provider accepted the promotion, before anything is recorded")
 		}
 		if err != nil {
 			delete(h.open, wk.name)
@@ -120,10 +125,12 @@ func (wk *worker) runNaive() {
 // activity completed either way.
 func (wk *worker) naiveTraffic(key, target, promotion string) bool {
 	wk.a.step()
+	wk.stopAt(winTrafficClaim, "before its traffic call left")
 	id, ok := wk.naiveChange(key, target)
 	if !ok {
 		return false
 	}
+	wk.stopAt(winTrafficApply, "after the provider accepted the traffic change, before anything is recorded")
 	for waited := time.Duration(0); waited < naiveInsyncWait; waited += 2 * time.Second {
 		if wk.w.dns.GetChange(wk.caller(key), id) == statusInsync {
 			break
@@ -143,7 +150,7 @@ func (wk *worker) naiveTraffic(key, target, promotion string) bool {
 // naiveChange submits a DNS change through the naive gateway, which checks
 // who may call the adapter but not whether the caller is still the owner.
 func (wk *worker) naiveChange(key, value string) (string, bool) {
-	id, _, err := wk.w.dns.Change(wk.caller(key), value)
+	id, _, err := wk.w.dns.Change(wk.caller(key), value, "")
 	if err != nil {
 		wk.transition(key, "traffic", "", "UNKNOWN")
 		return "", false

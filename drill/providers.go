@@ -18,15 +18,26 @@ const (
 	clusterSecondary = "aurora-usw2"
 	// maintenance is where an operator's manual edit points the record.
 	maintenance = "maintenance-page"
+	// staticFallback is the read-only static checkout an operator may
+	// route the record to by hand.
+	staticFallback = "static-fallback"
 	// recordName is the checkout record traffic follows.
 	recordName = "checkout.northstar.example"
 )
 
-// Provider retention windows: how long each remembers an idempotency key.
-const (
-	topologyRetention = 24 * time.Hour
-	dnsRetention      = 24 * time.Hour
-)
+// dnsRetention is how long the DNS provider remembers a change's
+// idempotency key (its declared contract: lookup by id).
+const dnsRetention = 24 * time.Hour
+
+// auditBound is the longest the database adapter assumes the audit trail
+// takes to deliver an accepted request's event (the simulated trail takes
+// 1-5 s, or 60-180 s when delayed): a request with no event after it, and
+// no trace in the topology, was never accepted.
+const auditBound = 5 * time.Minute
+
+// auditRetention is how long the audit trail keeps events (CloudTrail's
+// event history: 90 days).
+const auditRetention = 90 * 24 * time.Hour
 
 var (
 	// errProviderRefused is a provider's definite no: nothing applied.
@@ -48,35 +59,41 @@ type caller struct {
 // operator is the caller of an out-of-band human change.
 var operatorCaller = caller{actor: "operator"}
 
-// Topology is the database topology's authority (Aurora global database in
-// the incident): one writer; PromoteTarget is asynchronous.
-type Topology struct {
+// topology is the database topology's authority (Aurora global database in
+// the incident): one writer; PromoteTarget is asynchronous. Like Aurora it
+// takes no idempotency key and cannot be asked whether it ever accepted a
+// request: what it shows is the topology now, and the audit trail shows
+// the calls it accepted.
+type topology struct {
 	s       *sim
 	writer  string
 	pending *promotion
-	byKey   map[string]*promotion
 	n       int
 	log     []Event
+	// lag is the replication lag to the secondary; lagOver..lagBack it
+	// exceeds the loss bound.
+	lagOver, lagBack time.Duration
+	lagSeen          bool
 	// dropNext makes the next applied promotion lose its response.
 	dropNext bool
-	audit    *Audit
-	// lookupDownUntil: until then, LookupRequest times out (the lookup
-	// outage fault); outageSeen is set once it did.
+	audit    *auditTrail
+	// lookupDownUntil: until then, the audit trail's lookup times out (the
+	// lookup outage fault); outageSeen is set once it did.
 	lookupDownUntil time.Duration
 	outageSeen      bool
 }
 
 type promotion struct {
-	id, key, target string
-	at              time.Duration
-	done            bool
+	id, target string
+	at         time.Duration
+	done       bool
 }
 
-func newTopology(s *sim, audit *Audit) *Topology {
-	return &Topology{s: s, writer: clusterPrimary, byKey: map[string]*promotion{}, audit: audit}
+func newTopology(s *sim, audit *auditTrail) *topology {
+	return &topology{s: s, writer: clusterPrimary, audit: audit}
 }
 
-func (t *Topology) record(e Event) {
+func (t *topology) record(e Event) {
 	e.At = t.s.now
 	if e.Actor == "" {
 		e.Actor = "aurora"
@@ -86,19 +103,15 @@ func (t *Topology) record(e Event) {
 }
 
 // promotionDelay is how long Aurora takes to move the writer.
-func (t *Topology) promotionDelay() time.Duration { return t.s.between(4*time.Second, 12*time.Second) }
+func (t *topology) promotionDelay() time.Duration { return t.s.between(4*time.Second, 12*time.Second) }
 
-// Promote asks the provider to make target the writer, idempotent on the
-// caller's key within topologyRetention: a repeated key returns the
-// original request id and changes nothing. A promotion while another is in
-// progress, or of the writer itself, is refused.
-func (t *Topology) Promote(c caller, target string) (string, error) {
+// Promote asks the provider to make target the writer. It takes no
+// idempotency key (the caller's key travels only as the audit trail's
+// session name); a promotion while another is in progress, or of the writer
+// itself, is refused.
+func (t *topology) Promote(c caller, target string) (string, error) {
 	t.record(Event{Kind: KindCall, Effect: "PromoteTarget", Epoch: c.epoch, Operation: c.key, Value: target,
 		By: c.actor})
-	if p, ok := t.byKey[c.key]; ok && c.key != "" && t.s.now-p.at <= topologyRetention {
-		t.record(Event{Kind: KindNote, Operation: c.key, Detail: "idempotent replay of " + p.id})
-		return p.id, nil
-	}
 	switch {
 	case t.pending != nil:
 		t.record(Event{Kind: KindNote, Operation: c.key, Detail: "refused: promotion " + t.pending.id + " in progress"})
@@ -108,12 +121,11 @@ func (t *Topology) Promote(c caller, target string) (string, error) {
 		return "", fmt.Errorf("%w: %s is already the writer", errProviderRefused, target)
 	}
 	t.n++
-	p := &promotion{id: fmt.Sprintf("rds-req-%d", t.n), key: c.key, target: target, at: t.s.now}
-	t.byKey[c.key] = p
+	p := &promotion{id: fmt.Sprintf("rds-req-%d", t.n), target: target, at: t.s.now}
 	t.pending = p
 	t.record(Event{Kind: KindApplied, Effect: "promotion-accepted", Operation: c.key, Value: target, Evidence: []string{p.id},
 		Epoch: c.epoch, By: c.actor})
-	t.audit.emit("PromoteTarget", p.id, c.key)
+	t.audit.emit("PromoteTarget", p.id, c.key, target)
 	t.s.at(t.s.now+t.promotionDelay(), "promotion completes", func() {
 		t.writer = target
 		p.done = true
@@ -131,7 +143,7 @@ func (t *Topology) Promote(c caller, target string) (string, error) {
 
 // Describe is the authoritative topology now: the writer, and the target
 // of a promotion in progress ("" if none).
-func (t *Topology) Describe(c caller) (writer, promoting string) {
+func (t *topology) Describe(c caller) (writer, promoting string) {
 	t.record(Event{Kind: KindCall, Effect: "DescribeGlobalCluster", Epoch: c.epoch, By: c.actor})
 	if t.pending != nil {
 		promoting = t.pending.target
@@ -139,48 +151,57 @@ func (t *Topology) Describe(c caller) (writer, promoting string) {
 	return t.writer, promoting
 }
 
-// errLookupTimeout is the request lookup's answer during an outage: no
-// answer, so nothing about the request.
-var errLookupTimeout = errors.New("drill: DescribeRequest timed out")
+// Lag is the replication lag to the secondary now, as the provider's
+// metrics show it.
+func (t *topology) Lag(c caller) time.Duration {
+	t.record(Event{Kind: KindCall, Effect: "ReplicationLag", Epoch: c.epoch, By: c.actor})
+	if t.s.now >= t.lagOver && t.s.now < t.lagBack {
+		if !t.lagSeen {
+			t.lagSeen = true
+			t.s.traj.add(Event{At: t.s.now, Kind: KindFault, Actor: "aurora", Effect: string(FaultLagExceeded),
+				Detail: fmt.Sprintf("replication lag 8s, past the loss bound, until %.0fs", t.lagBack.Seconds())})
+		}
+		return 8 * time.Second
+	}
+	return 2 * time.Second
+}
 
-// LookupRequest is the provider's answer, by idempotency key, to whether it
-// ever accepted a promotion (its request history, within retention). During
-// the lookup outage it times out.
-func (t *Topology) LookupRequest(c caller, key string) (*promotion, bool, error) {
+// errLookupTimeout is the audit trail's lookup answer during an outage: no
+// answer, so nothing about the request.
+var errLookupTimeout = errors.New("drill: LookupEvents timed out")
+
+// LookupEvents is the audit trail's answer (CloudTrail's LookupEvents):
+// the accepted calls of method made under session (the gateway's role
+// session name, which it sets to the operation id), delivered so far,
+// duplicates removed. During the lookup outage it times out.
+func (t *topology) LookupEvents(c caller, method, session string) ([]string, error) {
 	if t.s.now < t.lookupDownUntil {
 		if !t.outageSeen {
 			t.outageSeen = true
-			t.s.traj.add(Event{At: t.s.now, Kind: KindFault, Actor: "aurora", Effect: string(FaultLookupOutage),
-				Detail: fmt.Sprintf("request lookup times out until %.0fs", t.lookupDownUntil.Seconds())})
+			t.s.traj.add(Event{At: t.s.now, Kind: KindFault, Actor: "audit", Effect: string(FaultLookupOutage),
+				Detail: fmt.Sprintf("the audit trail's lookup times out until %.0fs", t.lookupDownUntil.Seconds())})
 		}
-		t.record(Event{Kind: KindCall, Effect: "DescribeRequest", Epoch: c.epoch, Operation: key, By: c.actor, Detail: "timed out"})
-		return nil, false, errLookupTimeout
+		t.s.traj.add(Event{At: t.s.now, Kind: KindCall, Actor: "audit", Effect: "LookupEvents", Epoch: c.epoch,
+			Operation: session, By: c.actor, Detail: "timed out"})
+		return nil, errLookupTimeout
 	}
-	p, ok := t.lookup(key)
-	return p, ok, nil
-}
-
-// lookup is the provider's own record of a key (its request history).
-func (t *Topology) lookup(key string) (*promotion, bool) {
-	p, ok := t.byKey[key]
-	if ok && t.s.now-p.at > topologyRetention {
-		return nil, false
-	}
-	return p, ok
+	t.s.traj.add(Event{At: t.s.now, Kind: KindCall, Actor: "audit", Effect: "LookupEvents", Epoch: c.epoch,
+		Operation: session, By: c.actor})
+	return t.audit.find(method, session), nil
 }
 
 // operatorPromote is an out-of-band promotion (a human, or the provider's
 // managed failover): not through any gateway.
-func (t *Topology) operatorPromote(target string) {
+func (t *topology) operatorPromote(target string) {
 	t.record(Event{Kind: KindCall, By: "operator", Effect: "PromoteTarget", Value: target, Detail: "out of band"})
 	if t.pending != nil || t.writer == target {
 		return
 	}
 	t.n++
-	p := &promotion{id: fmt.Sprintf("rds-req-%d", t.n), key: "operator", target: target, at: t.s.now}
+	p := &promotion{id: fmt.Sprintf("rds-req-%d", t.n), target: target, at: t.s.now}
 	t.pending = p
 	t.record(Event{Kind: KindApplied, Actor: "aurora", Effect: "promotion-accepted", Value: target, Evidence: []string{p.id}, By: "operator"})
-	t.audit.emit("PromoteTarget", p.id, "operator")
+	t.audit.emit("PromoteTarget", p.id, "operator", target)
 	t.s.at(t.s.now+t.promotionDelay(), "promotion completes", func() {
 		t.writer = target
 		p.done = true
@@ -195,12 +216,12 @@ const (
 	statusInsync  = "INSYNC"
 )
 
-// DNS is the traffic record's authority (Route 53 in the incident): change
+// dns is the traffic record's authority (Route 53 in the incident): change
 // batches are accepted PENDING and go INSYNC later, in submission order.
 // The record's value is the last accepted change's. A change carries the
 // caller's key; a repeated key within dnsRetention returns the original
 // change and changes nothing.
-type DNS struct {
+type dns struct {
 	s         *sim
 	value     string
 	changes   []*dnsChange
@@ -209,7 +230,7 @@ type DNS struct {
 	log       []Event
 	dropNext  bool
 	longDelay bool // DNS change PENDING for long
-	audit     *Audit
+	audit     *auditTrail
 }
 
 type dnsChange struct {
@@ -219,11 +240,11 @@ type dnsChange struct {
 	status             string
 }
 
-func newDNS(s *sim, audit *Audit) *DNS {
-	return &DNS{s: s, value: clusterPrimary, byKey: map[string]*dnsChange{}, audit: audit}
+func newDNS(s *sim, audit *auditTrail) *dns {
+	return &dns{s: s, value: clusterPrimary, byKey: map[string]*dnsChange{}, audit: audit}
 }
 
-func (d *DNS) record(e Event) {
+func (d *dns) record(e Event) {
 	e.At = d.s.now
 	if e.Actor == "" {
 		e.Actor = "route53"
@@ -232,13 +253,19 @@ func (d *DNS) record(e Event) {
 	d.s.traj.add(e)
 }
 
-// Change submits an UPSERT of the record to value.
-func (d *DNS) Change(c caller, value string) (string, string, error) {
+// Change submits an UPSERT of the record to value. With a prerequisite
+// (not ""), the provider applies it only if the record's value is that
+// one, and refuses it otherwise: nothing changes.
+func (d *dns) Change(c caller, value, prerequisite string) (string, string, error) {
 	d.record(Event{Kind: KindCall, Effect: "ChangeResourceRecordSets", Epoch: c.epoch, Operation: c.key, Value: value,
 		By: c.actor})
 	if ch, ok := d.byKey[c.key]; ok && c.key != "" && d.s.now-ch.submitted <= dnsRetention {
 		d.record(Event{Kind: KindNote, Operation: c.key, Detail: "idempotent replay of " + ch.id})
 		return ch.id, ch.status, nil
+	}
+	if prerequisite != "" && prerequisite != d.value {
+		d.record(Event{Kind: KindNote, Operation: c.key, Detail: "refused: prerequisite record=" + prerequisite + ", it is " + d.value})
+		return "", "", fmt.Errorf("%w: the record is %s, not %s", errProviderRefused, d.value, prerequisite)
 	}
 	id := d.submit(c, value)
 	if d.dropNext {
@@ -250,7 +277,7 @@ func (d *DNS) Change(c caller, value string) (string, string, error) {
 	return id, statusPending, nil
 }
 
-func (d *DNS) submit(c caller, value string) string {
+func (d *dns) submit(c caller, value string) string {
 	ch := &dnsChange{id: fmt.Sprintf("C-%d", len(d.changes)+1), key: c.key, value: value, by: c.actor, epoch: c.epoch,
 		submitted: d.s.now, status: statusPending}
 	d.changes = append(d.changes, ch)
@@ -267,7 +294,7 @@ func (d *DNS) submit(c caller, value string) string {
 	d.lastSync = ch.insync
 	d.record(Event{Kind: KindApplied, Effect: "record", Epoch: c.epoch, Operation: c.key, From: from, To: value, Value: value,
 		Evidence: []string{ch.id}, By: c.actor, Detail: "PENDING"})
-	d.audit.emit("ChangeResourceRecordSets", ch.id, c.key)
+	d.audit.emit("ChangeResourceRecordSets", ch.id, c.key, value)
 	d.s.at(ch.insync, "change insync", func() {
 		ch.status = statusInsync
 		d.record(Event{Kind: KindApplied, Effect: "insync", Operation: ch.key, Value: ch.value, Evidence: []string{ch.id}})
@@ -276,7 +303,7 @@ func (d *DNS) submit(c caller, value string) string {
 }
 
 // GetChange is a change's status, or "" if the id is unknown.
-func (d *DNS) GetChange(c caller, id string) string {
+func (d *dns) GetChange(c caller, id string) string {
 	d.record(Event{Kind: KindCall, Effect: "GetChange", Epoch: c.epoch, By: c.actor, Detail: id})
 	for _, ch := range d.changes {
 		if ch.id == id {
@@ -287,13 +314,13 @@ func (d *DNS) GetChange(c caller, id string) string {
 }
 
 // Record is the record's value as the provider's API shows it now.
-func (d *DNS) Record(c caller) string {
+func (d *dns) Record(c caller) string {
 	d.record(Event{Kind: KindCall, Effect: "ListResourceRecordSets", Epoch: c.epoch, By: c.actor})
 	return d.value
 }
 
 // lookup is the provider's own record of a key.
-func (d *DNS) lookup(key string) (*dnsChange, bool) {
+func (d *dns) lookup(key string) (*dnsChange, bool) {
 	ch, ok := d.byKey[key]
 	if ok && d.s.now-ch.submitted > dnsRetention {
 		return nil, false
@@ -302,12 +329,12 @@ func (d *DNS) lookup(key string) (*dnsChange, bool) {
 }
 
 // operatorSet is an operator's manual edit of the record.
-func (d *DNS) operatorSet(value string) { d.submit(operatorCaller, value) }
+func (d *dns) operatorSet(value string) { d.submit(operatorCaller, value) }
 
-// Audit is the providers' audit trail (CloudTrail in the incident): every
+// auditTrail is the providers' audit trail (CloudTrail in the incident): every
 // applied call becomes an audit event, delivered after a delay; a fault can
 // duplicate or delay events. It corroborates; it is never the authority.
-type Audit struct {
+type auditTrail struct {
 	s          *sim
 	delivered  []auditEvent
 	duplicate  bool
@@ -317,11 +344,14 @@ type Audit struct {
 }
 
 type auditEvent struct {
-	method, id, key string
-	at              time.Duration
+	method, id, key, target string
+	at                      time.Duration
 }
 
-func (a *Audit) emit(method, id, key string) {
+// emit delivers the audit event of an accepted call: method, the
+// provider's id, the caller's session (the operation id; "operator" for a
+// human) and the call's target.
+func (a *auditTrail) emit(method, id, key, target string) {
 	delay := a.s.between(1*time.Second, 5*time.Second)
 	if a.delayLong {
 		delay = a.s.between(60*time.Second, 180*time.Second)
@@ -331,7 +361,7 @@ func (a *Audit) emit(method, id, key string) {
 				Detail: fmt.Sprintf("%s %s delivered after %v", method, id, delay)})
 		}
 	}
-	ev := auditEvent{method: method, id: id, key: key}
+	ev := auditEvent{method: method, id: id, key: key, target: target}
 	a.s.at(a.s.now+delay, "audit delivered", func() {
 		ev.at = a.s.now
 		a.delivered = append(a.delivered, ev)
@@ -348,7 +378,7 @@ func (a *Audit) emit(method, id, key string) {
 
 // find returns the audit events of key delivered so far, duplicates
 // removed (by provider id).
-func (a *Audit) find(method, key string) []string {
+func (a *auditTrail) find(method, key string) []string {
 	seen := map[string]bool{}
 	var ids []string
 	for _, e := range a.delivered {
@@ -362,7 +392,7 @@ func (a *Audit) find(method, key string) []string {
 
 // count is how many audit events of method were delivered, duplicates
 // included: what a consumer that does not deduplicate would count.
-func (a *Audit) count(method string) int {
+func (a *auditTrail) count(method string) int {
 	n := 0
 	for _, e := range a.delivered {
 		if e.method == method {

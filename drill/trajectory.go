@@ -24,6 +24,9 @@ const (
 	KindCall       Kind = "call"       // a provider received a call
 	KindApplied    Kind = "applied"    // a provider changed the world
 	KindNote       Kind = "note"       // what a worker decided, and why
+	KindFenceRead  Kind = "fence-read" // the gateway read the grant current as a call left
+	KindHold       Kind = "hold"       // a worker stopped for the incident commander: traffic held
+	KindResume     Kind = "resume"     // the incident commander decided the workflow goes on after a hold
 )
 
 // Event is one step of a trial's trajectory, in simulated time.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -51,12 +52,13 @@ type world struct {
 	trial   int
 	task    string
 	s       *sim
-	topo    *Topology
-	dns     *DNS
-	audit   *Audit
+	topo    *topology
+	dns     *dns
+	audit   *auditTrail
 	plan    plan
 	traj    *Trajectory
 	closed  bool // the incident is closed: a worker verified traffic follows the writer
+	held    bool // a worker stopped for the incident commander, traffic held
 	workers []*worker
 	history naiveHistory
 	errs    []error
@@ -81,6 +83,9 @@ type worker struct {
 	staleCache bool // its first topology read comes from a stale cache
 	cacheUsed  bool
 	failed     bool // a worker fault fired on it
+	// resumedFrom is the record's value the commander let this worker go
+	// on from after an out-of-band edit ("" if none).
+	resumedFrom string
 }
 
 // trialRNG derives a trial's RNG from the run's seed and the trial
@@ -95,7 +100,7 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 	p := newPlan(rng)
 	traj := &Trajectory{Trial: trial, Design: design, Original: clusterPrimary}
 	s := newSim(rng, traj)
-	audit := &Audit{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
+	audit := &auditTrail{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
 	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: fmt.Sprintf("incident-%d", trial), s: s,
 		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{}}
 	if design == Fenced {
@@ -107,6 +112,7 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 	}
 	w.dns.longDelay = p.dnsLong
 	w.topo.lookupDownUntil = p.lookupOutage
+	w.topo.lagOver, w.topo.lagBack = p.lagOver, p.lagBack
 	switch p.dropOn {
 	case "promote":
 		w.topo.dropNext = true
@@ -121,13 +127,13 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 			if w.closed {
 				return
 			}
-			traj.add(Event{At: s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultOperatorEdit), Value: maintenance,
-				Detail: "points the record at the maintenance page by hand"})
-			w.dns.operatorSet(maintenance)
+			traj.add(Event{At: s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultOperatorEdit), Value: p.operatorValue,
+				Detail: "points the record at " + p.operatorValue + " by hand"})
+			w.dns.operatorSet(p.operatorValue)
 		})
 	}
 	w.spawnWorker("worker-a", "v1", 0, true)
-	if p.workerFault == "" {
+	if p.stopIn == "" {
 		w.spawnReplacement(p.standbyAt)
 	}
 	s.run(trialLimit)
@@ -237,7 +243,7 @@ func (wk *worker) acquire() bool {
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
 			return true
 		case coordinator.Busy:
-			if len(wk.w.errs) > 0 { // the holder failed on etcd: the trial is lost already
+			if len(wk.w.errs) > 0 || wk.w.held { // held for the commander, or the trial is lost already
 				return false
 			}
 			wk.a.sleep(retry)
@@ -270,62 +276,56 @@ func (wk *worker) topology() string {
 	return writer
 }
 
-// approval is the incident commander's review: it takes simulated time.
-// The topology-changed fault strikes right after it.
-func (wk *worker) awaitApproval() {
-	wk.a.sleep(wk.w.s.between(3*time.Second, 15*time.Second))
-	if wk.w.plan.topologyChanged && wk.first {
-		wk.w.traj.add(Event{At: wk.w.s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultTopologyChanged),
-			Value: clusterSecondary, Detail: "promotes the target out of band between approval and dispatch"})
-		wk.w.topo.operatorPromote(clusterSecondary)
+// commanderDecides is the incident commander's review of a promotion of
+// target: it takes simulated time, and approves only by its rule — the
+// loss bound still holds (the replication lag re-read now, not the
+// proposal's figure) and the target is the replica the evidence names.
+// While the lag exceeds the bound it waits and re-reads, up to
+// commanderPatience; then it refuses. The topology-changed fault strikes
+// right after an approval. It returns whether it approves, and why.
+func (wk *worker) commanderDecides(operation, target string) (bool, string) {
+	w := wk.w
+	wk.a.sleep(w.s.between(3*time.Second, 15*time.Second))
+	for waited := time.Duration(0); ; waited += commanderRecheck {
+		ok, why := commanderRule(target, w.topo.Lag(caller{actor: commander}), func() (string, string) {
+			return w.topo.Describe(caller{actor: commander})
+		})
+		if !ok && waited < commanderPatience && strings.HasPrefix(why, "replication lag") {
+			w.traj.add(Event{At: w.s.now, Kind: KindNote, Actor: "commander", Operation: operation, Detail: why + "; waits and re-reads"})
+			wk.a.sleep(commanderRecheck)
+			continue
+		}
+		w.traj.add(Event{At: w.s.now, Kind: KindNote, Actor: "commander", Operation: operation, Detail: why})
+		if ok && w.plan.topologyChanged && wk.first {
+			w.traj.add(Event{At: w.s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultTopologyChanged),
+				Value: clusterSecondary, Detail: "promotes the target out of band between approval and dispatch"})
+			w.topo.operatorPromote(clusterSecondary)
+		}
+		return ok, why
 	}
 }
 
-// afterApply is where the provider has applied this worker's promotion and
-// answered: the killed-before-receipt and heartbeat-stop faults strike
-// here, before the worker persists anything.
-func (wk *worker) afterApply() {
-	if !wk.first || wk.failed {
+// stopAt is a point in the worker's run where the plan's stop may strike:
+// the first worker, once, in the plan's window. A killed worker never
+// comes back; a paused one stops sending heartbeats (its lease expires
+// and the replacement takes over) and wakes up 20-60 s past its lease to
+// go on exactly where it was.
+func (wk *worker) stopAt(win window, what string) {
+	p := wk.w.plan
+	if !wk.first || wk.failed || p.stopIn != win {
 		return
 	}
-	switch wk.w.plan.workerFault {
-	case FaultKilledBeforeReceipt:
-		wk.failed = true
-		wk.record(Event{Kind: KindFault, Effect: string(FaultKilledBeforeReceipt), Detail: "the provider's acknowledgement dies with the process"})
+	wk.failed = true
+	fault := stopFault(win, p.kill)
+	if p.kill {
+		wk.record(Event{Kind: KindFault, Effect: string(fault), Detail: "the process dies " + what})
 		wk.expireLease()
 		wk.a.kill()
-	case FaultHeartbeatStop:
-		wk.failed = true
-		wk.record(Event{Kind: KindFault, Effect: string(FaultHeartbeatStop), Detail: "heartbeats stop; the process is paused"})
-		wk.expireLease()
-		wk.a.sleep(simLeaseTTL + wk.w.plan.takeoverPause)
-		wk.note("wakes up and continues where it was")
 	}
-}
-
-// beforeCall is where the worker's dispatch of the promotion is claimed
-// (DISPATCHING in the ledger, STARTED in the naive history) and the call
-// has not left for the provider: the killed-after-claim and
-// paused-after-claim faults strike here.
-func (wk *worker) beforeCall() {
-	if !wk.first || wk.failed {
-		return
-	}
-	switch wk.w.plan.workerFault {
-	case FaultKilledAfterClaim:
-		wk.failed = true
-		wk.record(Event{Kind: KindFault, Effect: string(FaultKilledAfterClaim),
-			Detail: "the process dies after its dispatch was claimed, before the call left"})
-		wk.expireLease()
-		wk.a.kill()
-	case FaultPausedAfterClaim:
-		wk.failed = true
-		wk.record(Event{Kind: KindFault, Effect: string(FaultPausedAfterClaim),
-			Detail: "heartbeats stop after the dispatch was claimed, before the call left; the process is paused"})
-		wk.expireLease()
-		wk.a.sleep(simLeaseTTL + wk.w.plan.takeoverPause)
-		wk.note("wakes up and continues where it was: the call to the provider")
-	}
+	wk.record(Event{Kind: KindFault, Effect: string(fault), Detail: "heartbeats stop " + what + "; the process is paused"})
+	wk.expireLease()
+	wk.a.sleep(simLeaseTTL + p.takeoverPause)
+	wk.note("wakes up and continues where it was (%s)", win)
 }
 
 // expireLease makes the worker's lease expire simLeaseTTL from now: the
