@@ -99,7 +99,7 @@ func serverAccount(name string) (account, error) {
 // terminal's signals do not reach it and a group can be stopped).
 func (a account) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: a.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: a.cred, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LC_ALL=C", "TZ=UTC"}
 	return cmd
 }

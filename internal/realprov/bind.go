@@ -141,12 +141,9 @@ zone %[5]q {
 	if err := s.acct.writeFile(confPath, []byte(conf)); err != nil {
 		return err
 	}
-	args := []string{"-g", "-n", "1", "-c", confPath}
-	if os.Geteuid() == 0 && s.acct.uid != 0 {
-		args = append(args, "-u", "bind") // named drops root itself
-	}
-	cmd := exec.Command(namedPath(), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Run as the bind user from the start (not named -u, whose own setuid
+	// would clear the parent-death signal that stops named with us).
+	cmd := s.acct.command(namedPath(), "-g", "-n", "1", "-c", confPath)
 	cmd.Dir = s.Dir
 	log := filepath.Join(s.Dir, "named.log")
 	proc, err := startProcess(cmd, log)

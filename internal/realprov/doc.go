@@ -39,7 +39,10 @@
 // with prerequisites, TSIG, SOA serials. Close stops every process it
 // started and waits for it; ProcessesIn reports any process still running
 // with its working directory under a harness directory (PostgreSQL and
-// named both chdir into theirs), which the tests check is none.
+// named both chdir into theirs), which the tests check is none. Servers
+// are started with a parent-death signal (SIGKILL) after their switch to
+// the postgres or bind user, so a test binary that is killed takes them
+// with it (PostgreSQL's backends follow their postmaster).
 //
 // # Non-guarantees
 //
