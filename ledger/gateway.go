@@ -48,12 +48,12 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 	}
 	if !same {
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepSupersede,
-			reason:   fmt.Sprintf("precondition changed: approved %s (seen %s), now %s (seen %s)", short(rec.Precondition.Digest), stamp(rec.Precondition.At), short(now.Digest), stamp(now.At)),
+			reason:   fmt.Sprintf("precondition changed: approved %s (seen %s), now %s (seen %s)", seen(rec.Precondition), stamp(rec.Precondition.At), seen(now), stamp(now.At)),
 			evidence: &Evidence{Detail: now.Detail, At: now.At}})
 	}
 	at, id := l.now().UTC(), uuid.NewString()
 	claimed, err := l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch,
-		reason: fmt.Sprintf("dispatch claimed; precondition %s revalidated (seen %s)", short(now.Digest), stamp(now.At)),
+		reason: fmt.Sprintf("dispatch claimed; precondition %s revalidated (seen %s)", seen(now), stamp(now.At)),
 		mutate: func(r *Record) {
 			r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = g.Epoch, g.Owner, r.Attempts+1, at, id
 		}}, "claim not recorded; retrying")

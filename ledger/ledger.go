@@ -1,6 +1,10 @@
 package ledger
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,6 +71,37 @@ func (l *Ledger) stamped(ev Evidence) *Evidence {
 	ev.At = ev.At.UTC()
 	return &ev
 }
+
+// seen is an observation as a journal reason quotes it: the readable part,
+// its detail's fields (key=value, in key order) when the detail is a JSON
+// object, else its digest cut to 12 characters.
+func seen(o Observation) string {
+	var m map[string]any
+	if json.Unmarshal(o.Detail, &m) != nil || len(m) == 0 {
+		return short(o.Digest)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := fmt.Sprint(m[k])
+		if v == "" {
+			v = "-"
+		}
+		parts[i] = k + "=" + v
+	}
+	s := strings.Join(parts, " ")
+	if len(s) > seenLen {
+		s = s[:seenLen] + "..."
+	}
+	return s
+}
+
+// seenLen bounds what a reason quotes of one observation.
+const seenLen = 120
 
 func short(digest string) string {
 	if len(digest) > 12 {

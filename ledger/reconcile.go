@@ -144,11 +144,11 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 			m.ReconcilerAction("manual_review")
 			return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 				reason: fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id nor a provider-side precondition",
-					short(rec.Precondition.Digest), short(now.Digest))})
+					seen(rec.Precondition), seen(now))})
 		}
 		m.ReconcilerAction("superseded")
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
-			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", short(rec.Precondition.Digest), short(now.Digest))})
+			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", seen(rec.Precondition), seen(now))})
 	}
 	m.ReconcilerAction("retried")
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
