@@ -63,16 +63,24 @@ func handshakeReason(ctx context.Context, g *globals, op string, timeout time.Du
 		}()
 	}
 	wg.Wait()
+	// One reason once, with every endpoint that gave it.
 	var reasons []string
+	byReason := map[string][]string{}
 	refused := 0
 	for _, f := range findings {
 		if f.reason == "" {
 			continue
 		}
-		reasons = append(reasons, f.endpoint+": "+f.reason)
+		if _, seen := byReason[f.reason]; !seen {
+			reasons = append(reasons, f.reason)
+		}
+		byReason[f.reason] = append(byReason[f.reason], f.endpoint)
 		if f.refused {
 			refused++
 		}
+	}
+	for i, r := range reasons {
+		reasons[i] = strings.Join(byReason[r], ", ") + ": " + r
 	}
 	switch {
 	case len(reasons) == 0:

@@ -180,6 +180,14 @@ func TestLeaseRevoke(t *testing.T) {
 	if diff := before.Diff(e.snap(t)); diff != "" {
 		t.Fatalf("an invalid revoke wrote:\n%s", diff)
 	}
+
+	// The table says the lease is revoked, not the TTL it had before.
+	g3, _ := e.claim(t, "acme", "invoices", "worker-3", "30s")
+	r = e.lg(t, "-o", "table", "lease", "revoke", "--lease", coordinator.FormatLeaseID(g3.Lease))
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "revoked (") || !strings.Contains(lines[1], "s were left)") {
+		t.Fatalf("revoke table:\n%s", r.stdout)
+	}
 }
 
 // TestTableOutput: the grant commands' tables, the realm, and a refusal in
