@@ -106,3 +106,20 @@ MUTATE_FLAGS ?=
 .PHONY: mutate
 mutate:
 	nice -n 19 $(GO) run ./internal/mutate $(MUTATE_FLAGS)
+
+# The API (api/leasegate/v1): generate the committed Go code from the
+# protobuf with pinned tools (buf by version through go run; protoc-gen-go
+# and protoc-gen-connect-go from go.mod's tool block, run as local plugins:
+# no remote plugin). api-lint checks the protobuf; api-breaking compares it
+# with main's. See docs/gateway.md.
+BUF = $(GO) run github.com/bufbuild/buf/cmd/buf@v1.75.0
+.PHONY: generate api-lint api-breaking
+generate:
+	$(BUF) generate
+	$(BUF) lint
+
+api-lint:
+	$(BUF) lint
+
+api-breaking:
+	$(BUF) breaking --against '.git#branch=main'

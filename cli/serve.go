@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/urfave/cli/v2"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/gateway/devprovider"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// The identities of --dev, one certificate each.
+var devCallers = []string{"worker", "worker-2", "approver", "operator"}
+
+const devTrustDomain = "leasegate.dev"
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the effect gateway: workers in any language reach etcd and the providers through it (docs/gateway.md)",
+		Description: example(`Serves leasegate's API (api/leasegate/v1) over gRPC, gRPC-Web and JSON on one
+TLS port, callers known by their client certificates. The server holds the etcd
+client and the provider adapters with their credentials; workers hold only their
+certificates. It keeps no state but etcd's: run several replicas on one cluster.
+With --config FILE it reads the server configuration (docs/gateway.md). With
+--dev DIR it starts everything locally: an embedded etcd (unless --endpoints is
+given), a throwaway CA with server, worker, approver and operator certificates
+written to DIR, the simulated providers as adapters; it prints the address and
+a curl line. SIGINT or SIGTERM stops taking calls and lets those under way
+finish (a dispatch in flight is recorded).`,
+			"leasegate serve --dev /tmp/lg --listen 127.0.0.1:7443",
+			"leasegate serve --config /etc/leasegate/gateway.json"),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "the server's configuration file (JSON)", TakesFile: true},
+			&cli.StringFlag{Name: "dev", Usage: "start a local gateway with throwaway certificates written to `DIR`", TakesFile: true},
+			&cli.StringFlag{Name: "listen", Usage: "address to serve on (port 0 picks a free port)", Value: "127.0.0.1:7443"},
+			&cli.StringFlag{Name: "otlp-endpoint", Usage: "export traces over OTLP/gRPC to `HOST:PORT` (default: none)"},
+			&cli.BoolFlag{Name: "otlp-insecure", Usage: "send OTLP without TLS (a local collector)"},
+			&cli.DurationFlag{Name: "grace", Usage: "how long a stop waits for calls under way", Value: 30 * time.Second},
+		},
+		Action: runServe,
+	}
+}
+
+// serveOutput is printed once the gateway listens.
+type serveOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Address     string                  `json:"address"`
+	Dir         string                  `json:"dir,omitempty"`
+	Endpoints   []string                `json:"endpoints"`
+	Curl        string                  `json:"curl,omitempty"`
+}
+
+// servePlan is what runServe builds before serving: everything the server
+// needs, from --config or --dev.
+type servePlan struct {
+	cfg       gateway.Config
+	ids       []gateway.Identity
+	key       []byte
+	adapters  []ledger.Adapter
+	endpoints []string
+	dir       string
+	embedded  *embedtest.Cluster
+}
+
+func runServe(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	op := c.Command.FullName()
+	if (c.String("config") == "") == (c.String("dev") == "") {
+		return coordinator.Invalid(op, "give --config FILE or --dev DIR (one of them)")
+	}
+	g := globalsOf(c)
+	lg := g.lg.Named("serve")
+	plan, err := planServe(c, op, lg)
+	if err != nil {
+		return err
+	}
+	if plan.embedded != nil {
+		defer plan.embedded.Close()
+	}
+	tp, shutdownTracing, err := gateway.TracerProvider(c.Context, firstNonEmpty(c.String("otlp-endpoint"), plan.cfg.OTLPEndpoint), c.Bool("otlp-insecure"))
+	if err != nil {
+		return coordinator.Invalid(op, "%v", err)
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+	cli3, err := serveEtcdClient(c, plan, lg, gateway.EtcdDialOptions(tp))
+	if err != nil {
+		return err
+	}
+	defer cli3.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctx, cancel := commandContext(c)
+	prefix := g.prefix
+	if plan.cfg.Etcd.Prefix != "" {
+		prefix = plan.cfg.Etcd.Prefix
+	}
+	co, err := coordinator.New(ctx, cli3, coordinator.WithPrefix(prefix), coordinator.WithLogger(g.lg), coordinator.WithMetrics(reg))
+	cancel()
+	if err != nil {
+		return err
+	}
+	srv, err := gateway.New(co, gateway.WithLogger(g.lg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
+		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	tlsCfg, err := gateway.TLSConfig(plan.cfg.TLS.Cert, plan.cfg.TLS.Key, plan.cfg.TLS.ClientCA)
+	if err != nil {
+		return coordinator.Invalid(op, "%v", err)
+	}
+	addr := c.String("listen")
+	if !c.IsSet("listen") && plan.cfg.Listen != "" {
+		addr = plan.cfg.Listen
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return coordinator.Invalid(op, "--listen %s: %v", addr, err)
+	}
+	out := serveOutput{Disposition: ok, Address: "https://" + ln.Addr().String(), Dir: plan.dir, Endpoints: plan.endpoints}
+	t := table{header: []string{"ADDRESS", "ETCD"}, rows: [][]string{{out.Address, strings.Join(plan.endpoints, ",")}}}
+	if plan.dir != "" {
+		w := filepath.Join(plan.dir, "worker")
+		out.Curl = fmt.Sprintf("curl --cacert %s --cert %s.pem --key %s-key.pem -H 'content-type: application/json' %s/leasegate.v1.WorkerService/OpenSession -d '{\"ttl\":\"10s\"}'",
+			filepath.Join(plan.dir, "ca.pem"), w, w, out.Address)
+		t.rows[0] = append(t.rows[0], plan.dir)
+		t.header = append(t.header, "CERTIFICATES")
+	}
+	if err := g.out.result(out, t); err != nil {
+		return err
+	}
+	if out.Curl != "" && !g.out.json {
+		fmt.Fprintln(c.App.Writer, "try: "+out.Curl)
+	}
+	lg.Info("gateway serving", zap.String("address", out.Address))
+	return srv.Serve(c.Context, ln, tlsCfg, c.Duration("grace"))
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// planServe reads --config, or builds the throwaway world of --dev.
+func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
+	if path := c.String("config"); path != "" {
+		cfg, err := gateway.LoadConfig(path)
+		if err != nil {
+			return servePlan{}, coordinator.Invalid(op, "%v", err)
+		}
+		key, err := os.ReadFile(cfg.SessionKeyFile)
+		if err != nil {
+			return servePlan{}, coordinator.Invalid(op, "session_key_file: %v", err)
+		}
+		p := servePlan{cfg: cfg, ids: cfg.Identities, key: key, endpoints: cfg.Etcd.Endpoints}
+		provider := devprovider.New("db-1")
+		byKind := map[string]ledger.Adapter{}
+		for _, a := range provider.Adapters() {
+			byKind[a.Kind()] = a
+		}
+		for _, a := range cfg.Adapters {
+			want := map[string]string{"dev-topology": devprovider.KindPromote, "dev-dns": devprovider.KindDNS}[a.Type]
+			if want == "" || want != a.Kind {
+				return servePlan{}, coordinator.Invalid(op, "adapter %q of type %q: the built-in types are dev-topology (kind %s) and dev-dns (kind %s)",
+					a.Kind, a.Type, devprovider.KindPromote, devprovider.KindDNS)
+			}
+			p.adapters = append(p.adapters, byKind[want])
+		}
+		return p, nil
+	}
+	dir, err := filepath.Abs(c.String("dev"))
+	if err != nil {
+		return servePlan{}, coordinator.Invalid(op, "--dev: %v", err)
+	}
+	certs, err := gateway.WriteDevCerts(dir, devTrustDomain, devCallers...)
+	if err != nil {
+		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	}
+	key := make([]byte, gateway.MinSessionKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return servePlan{}, coordinator.Invalid(op, "session key: %v", err)
+	}
+	p := servePlan{dir: dir, key: key, adapters: devprovider.New("db-1").Adapters(),
+		cfg: gateway.Config{TLS: gateway.TLSFiles{Cert: certs.ServerCert, Key: certs.ServerKey, ClientCA: certs.CA}}}
+	roles := map[string]gateway.Role{"worker": gateway.RoleWorker, "worker-2": gateway.RoleWorker, "approver": gateway.RoleApprover, "operator": gateway.RoleOperator}
+	for _, name := range devCallers {
+		p.ids = append(p.ids, gateway.Identity{ID: certs.IDs[name], Roles: []gateway.Role{roles[name]}, Tenants: []string{gateway.AllTenants}})
+	}
+	if c.IsSet("endpoints") {
+		p.endpoints = globalsOf(c).endpoints
+		return p, nil
+	}
+	// etcd's own logs (it reports a clean shutdown's closed listeners as
+	// errors) only when asked for with --log-level.
+	etcdLog := zap.NewNop()
+	if c.IsSet("log-level") {
+		etcdLog = lg.Named("etcd")
+	}
+	cl, err := embedtest.Start(filepath.Join(dir, "etcd"), embedtest.WithLogger(etcdLog))
+	if err != nil {
+		return servePlan{}, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "cannot start the embedded etcd", Err: err}
+	}
+	p.embedded, p.endpoints = cl, cl.Endpoints()
+	return p, nil
+}
+
+// serveEtcdClient is the server's etcd client: the embedded cluster's, or
+// one built from the configuration (TLS, user and password file), or from
+// the global flags with --dev --endpoints.
+func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, dial []grpc.DialOption) (*clientv3.Client, error) {
+	if p.embedded != nil {
+		cli3, err := p.embedded.NewClient(dial...)
+		if err != nil {
+			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "serve", Detail: "cannot reach the embedded etcd", Err: err}
+		}
+		return cli3, nil
+	}
+	g := globalsOf(c)
+	cfg := clientv3.Config{Endpoints: p.endpoints, DialTimeout: g.dialTimeout, DialOptions: dial, TLS: g.tls,
+		Username: g.user, Password: g.password, Logger: lg.Named("etcd-client")}
+	if e := p.cfg.Etcd; c.String("config") != "" {
+		cfg.TLS, cfg.Username, cfg.Password = nil, e.User, ""
+		if e.CACert != "" || e.Cert != "" {
+			tlsCfg, err := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}.ClientConfig()
+			if err != nil {
+				return nil, coordinator.Invalid("serve", "etcd TLS files: %v", err)
+			}
+			cfg.TLS = tlsCfg
+		}
+		if e.PasswordFile != "" {
+			pw, err := os.ReadFile(e.PasswordFile)
+			if err != nil {
+				return nil, coordinator.Invalid("serve", "etcd.password_file: %v", err)
+			}
+			cfg.Password = strings.TrimSpace(string(pw))
+		}
+	}
+	cli3, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, coordinator.ConnectError("serve", p.endpoints, err)
+	}
+	return cli3, nil
+}

@@ -1,0 +1,318 @@
+// Package client is the Go client of leasegate's gateway (leasegate serve):
+// a worker, an approver or an operator that holds no etcd or provider
+// credential of its own, only its client certificate. Its calls return the
+// Go API's values (coordinator.Grant, fencedtxn.Receipt, ledger.Record) and
+// its errors are *coordinator.Error with the gateway's disposition.
+//
+// # Guarantees
+//
+//   - The distinction between a hold and an unknown outcome survives the hop
+//     to the gateway: a call that never left this process (no connection,
+//     the TLS handshake failed, the context was done first) is
+//     authority_unavailable; a write whose request left and whose answer was
+//     lost is outcome_unknown — retry it with the same operation id; a read
+//     that did not answer is authority_unavailable, never outcome_unknown.
+//   - The gateway's own answer keeps its disposition, detail and hint
+//     (from the error's Refusal detail).
+//   - A Session's local deadline counts from the send time of the call that
+//     granted or renewed its lease, so it is never later than the gateway's,
+//     which is never later than etcd's expiry.
+//
+// # Non-guarantees
+//
+//   - A renewal is only as good as the network to the gateway: a Session
+//     whose renewals do not arrive stops at its local deadline (Done closes).
+//   - An error from a proxy between client and gateway carries no Refusal:
+//     a write then reads as outcome_unknown if its request left.
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/wire"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// Client calls one gateway (or a load balancer in front of several
+// replicas: any replica serves any call).
+type Client struct {
+	workers   leasegatev1connect.WorkerServiceClient
+	approvers leasegatev1connect.ApproverServiceClient
+	operators leasegatev1connect.OperatorServiceClient
+	http      *http.Client
+}
+
+type options struct {
+	grpc bool
+}
+
+// Option configures New.
+type Option func(*options) error
+
+// WithGRPC speaks gRPC rather than the Connect protocol (both on HTTP/2).
+func WithGRPC() Option {
+	return func(o *options) error { o.grpc = true; return nil }
+}
+
+// TLSConfig is a client TLS configuration: the CA the gateway's certificate
+// chains to, and this caller's certificate and key (its identity).
+func TLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("client: CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("client: CA %s holds no certificate", caFile)
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client: certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// New is a client of the gateway at baseURL (https://host:port).
+func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, coordinator.Invalid("client", "%v", err)
+		}
+	}
+	if tlsConfig == nil {
+		return nil, coordinator.Invalid("client", "a TLS configuration is required: the gateway knows its callers by their certificates")
+	}
+	tr := &http.Transport{
+		TLSClientConfig:     tlsConfig.Clone(),
+		ForceAttemptHTTP2:   true,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 64,
+	}
+	hc := &http.Client{Transport: tr}
+	var copts []connect.ClientOption
+	if o.grpc {
+		copts = append(copts, connect.WithGRPC())
+	}
+	return &Client{
+		workers:   leasegatev1connect.NewWorkerServiceClient(hc, baseURL, copts...),
+		approvers: leasegatev1connect.NewApproverServiceClient(hc, baseURL, copts...),
+		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
+		http:      hc,
+	}, nil
+}
+
+// Close closes idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// call runs one call: the trace context of ctx goes with it (W3C
+// traceparent), whether its request left this process is tracked, and its
+// error becomes a *coordinator.Error.
+func call[Req, Resp any](ctx context.Context, op string, write bool, f func(context.Context, *Req) (*Resp, error), req *Req) (*Resp, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
+	}
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }})
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		var info connect.CallInfo
+		ctx, info = connect.NewClientContext(ctx)
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(info.RequestHeader()))
+	}
+	resp, err := f(ctx, req)
+	if err != nil {
+		return nil, classify(op, write, sent.Load(), err)
+	}
+	return resp, nil
+}
+
+// classify names the outcome of a failed call, first match wins:
+//  1. the gateway answered with a Refusal: its disposition;
+//  2. the request never left: authority_unavailable (hold);
+//  3. a read: authority_unavailable (a read changed nothing);
+//  4. a write whose request left and whose answer is missing or not the
+//     gateway's: outcome_unknown.
+func classify(op string, write, sent bool, err error) error {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		for _, d := range ce.Details() {
+			m, derr := d.Value()
+			if r, ok := m.(*leasegatev1.Refusal); ok && derr == nil {
+				return wire.ErrorFromRefusal(r, nil)
+			}
+		}
+	}
+	switch {
+	case !sent:
+		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
+			Detail: "not sent: the gateway could not be reached; nothing written; hold", Err: err}
+	case !write:
+		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
+			Detail: "the gateway did not answer a read; nothing written", Err: err}
+	}
+	return &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
+		Detail: "sent to the gateway, no answer: it may have applied; retry the same operation to learn", Err: err}
+}
+
+// Release lets go of g, only while it is current.
+func (c *Client) Release(ctx context.Context, g coordinator.Grant) error {
+	_, err := call(ctx, "release", true, c.workers.Release, &leasegatev1.ReleaseRequest{Grant: wire.GrantToProto(g)})
+	return err
+}
+
+// Owner reads a task's ownership.
+func (c *Client) Owner(ctx context.Context, tenant, task string) (coordinator.Ownership, error) {
+	resp, err := call(ctx, "owner", false, c.workers.GetOwnership, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: task})
+	if err != nil {
+		return coordinator.Ownership{}, err
+	}
+	return wire.OwnershipFromProto(resp.GetOwnership()), nil
+}
+
+// Commit is the protected write under g.
+func (c *Client) Commit(ctx context.Context, g coordinator.Grant, in fencedtxn.Intent) (fencedtxn.Receipt, error) {
+	resp, err := call(ctx, "commit", true, c.workers.Commit, &leasegatev1.CommitRequest{Grant: wire.GrantToProto(g),
+		Operation: in.Operation, Value: in.Value, ExpectedVersion: in.ExpectedVersion})
+	if err != nil {
+		return fencedtxn.Receipt{}, err
+	}
+	return wire.ReceiptFromProto(resp.GetReceipt()), nil
+}
+
+// Get reads a task's protected state.
+func (c *Client) Get(ctx context.Context, tenant, task string) (fencedtxn.State, error) {
+	resp, err := call(ctx, "get", false, c.workers.GetState, &leasegatev1.GetStateRequest{Tenant: tenant, Task: task})
+	if err != nil {
+		return fencedtxn.State{}, err
+	}
+	return wire.StateFromProto(resp.GetState()), nil
+}
+
+// Propose records an intended effect under operation.
+func (c *Client) Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error) {
+	resp, err := call(ctx, "propose", true, c.workers.Propose, &leasegatev1.ProposeRequest{Grant: wire.GrantToProto(g),
+		Operation: operation, Effect: wire.EffectToProto(e), Precondition: wire.ObservationToProto(pre)})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
+// Dispatch sends an authorized operation to its provider through the
+// gateway, which owns the dispatch once it has the request.
+func (c *Client) Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error) {
+	resp, err := call(ctx, "dispatch", true, c.workers.Dispatch, &leasegatev1.DispatchRequest{Grant: wire.GrantToProto(g), Operation: operation})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
+// Record reads one operation's record and journal.
+func (c *Client) Record(ctx context.Context, tenant, task, operation string) (ledger.Record, []ledger.Transition, error) {
+	resp, err := call(ctx, "ops show", false, c.workers.GetRecord, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: task, Operation: operation})
+	if err != nil {
+		return ledger.Record{}, nil, err
+	}
+	rec := wire.RecordFromProto(resp.GetRecord())
+	var js []ledger.Transition
+	for _, t := range resp.GetJournal() {
+		js = append(js, wire.TransitionFromProto(rec, t))
+	}
+	return rec, js, nil
+}
+
+// List reads the records of a task (or a tenant), optionally in one state.
+func (c *Client) List(ctx context.Context, tenant, task string, state ledger.State) ([]ledger.Record, error) {
+	resp, err := call(ctx, "ops list", false, c.workers.ListRecords, &leasegatev1.ListRecordsRequest{Tenant: tenant, Task: task, State: string(state)})
+	if err != nil {
+		return nil, err
+	}
+	return wire.RecordsFromProto(resp.GetRecords()), nil
+}
+
+// Reconcile settles the task's uncertain records: what a new owner runs.
+func (c *Client) Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.Record, error) {
+	resp, err := call(ctx, "reconcile", true, c.workers.Reconcile, &leasegatev1.ReconcileRequest{Grant: wire.GrantToProto(g)})
+	if err != nil {
+		return nil, err
+	}
+	return wire.RecordsFromProto(resp.GetRecords()), nil
+}
+
+// Authorize approves exact digests of a proposed operation: the approver
+// recorded is this client's identity.
+func (c *Client) Authorize(ctx context.Context, tenant, task, operation, paramsDigest, preconditionDigest, note string) (ledger.Record, error) {
+	resp, err := call(ctx, "authorize", true, c.approvers.Authorize, &leasegatev1.AuthorizeRequest{Tenant: tenant, Task: task,
+		Operation: operation, ParamsDigest: paramsDigest, PreconditionDigest: preconditionDigest, Note: note})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
+// Reject refuses a proposed or authorized operation.
+func (c *Client) Reject(ctx context.Context, tenant, task, operation, reason string) (ledger.Record, error) {
+	resp, err := call(ctx, "reject", true, c.approvers.Reject, &leasegatev1.RejectRequest{Tenant: tenant, Task: task, Operation: operation, Reason: reason})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
+// Resolve is an operator's decision on a MANUAL_REVIEW record.
+func (c *Client) Resolve(ctx context.Context, tenant, task, operation string, to ledger.State, ev ledger.Evidence, why string) (ledger.Record, error) {
+	resp, err := call(ctx, "resolve", true, c.operators.Resolve, &leasegatev1.ResolveRequest{Tenant: tenant, Task: task,
+		Operation: operation, To: string(to), Evidence: wire.EvidenceToProto(&ev), Why: why})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
+// RevokeLease revokes a lease.
+func (c *Client) RevokeLease(ctx context.Context, lease int64) error {
+	_, err := call(ctx, "lease revoke", true, c.operators.RevokeLease, &leasegatev1.RevokeLeaseRequest{Lease: coordinator.FormatLeaseID(lease)})
+	return err
+}
+
+// ShowRealm reads the realm and any restore warnings.
+func (c *Client) ShowRealm(ctx context.Context) (string, []string, error) {
+	resp, err := call(ctx, "realm show", false, c.operators.ShowRealm, &leasegatev1.ShowRealmRequest{})
+	if err != nil {
+		return "", nil, err
+	}
+	return resp.GetRealm(), resp.GetWarnings(), nil
+}
+
+// RotateRealm writes a new realm.
+func (c *Client) RotateRealm(ctx context.Context) (string, error) {
+	resp, err := call(ctx, "realm rotate", true, c.operators.RotateRealm, &leasegatev1.RotateRealmRequest{})
+	if err != nil {
+		return "", err
+	}
+	return resp.GetRealm(), nil
+}

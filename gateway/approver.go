@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/wire"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// approvers serves ApproverService; operators serves OperatorService. The
+// approver (or operator) a decision records is the caller's identity.
+type (
+	approvers struct{ s *Server }
+	operators struct{ s *Server }
+)
+
+// currentGrant is the task's current grant, read linearizably: an
+// approver's or operator's decision is made under the task's owner, and the
+// ledger's Txn checks that owner is still current when it applies.
+func (s *Server) currentGrant(ctx context.Context, op, tenant, task string) (coordinator.Grant, error) {
+	if err := tenantAllowed(ctx, op, tenant, task); err != nil {
+		return coordinator.Grant{}, err
+	}
+	o, err := s.c.Owner(ctx, tenant, task)
+	if err != nil {
+		return coordinator.Grant{}, err
+	}
+	if !o.Owned() {
+		return coordinator.Grant{}, coordinator.Refusal(coordinator.ExpiredOwner, op, tenant, task,
+			"nobody holds the task: a decision is recorded under the task's current owner; make it once a worker holds the task")
+	}
+	return coordinator.Grant{Realm: s.c.Realm(), Tenant: tenant, Task: task, Owner: o.Owner, Epoch: o.Epoch, Lease: o.Lease}, nil
+}
+
+func (a approvers) Authorize(ctx context.Context, req *leasegatev1.AuthorizeRequest) (*leasegatev1.AuthorizeResponse, error) {
+	const op = "authorize"
+	g, err := a.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, err := a.s.led.Authorize(ctx, g, req.GetOperation(), ledger.Approval{
+		Approver: callerOf(ctx).ID, ParamsDigest: req.GetParamsDigest(), PreconditionDigest: req.GetPreconditionDigest(),
+		At: time.Now(), Note: req.GetNote()})
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.AuthorizeResponse{Record: wire.RecordToProto(rec)}, nil
+}
+
+func (a approvers) Reject(ctx context.Context, req *leasegatev1.RejectRequest) (*leasegatev1.RejectResponse, error) {
+	const op = "reject"
+	g, err := a.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	reason := fmt.Sprintf("rejected by %s: %s", callerOf(ctx).ID, req.GetReason())
+	if strings.TrimSpace(req.GetReason()) == "" {
+		return nil, ConnectError(coordinator.Invalid(op, "reason is required"))
+	}
+	rec, err := a.s.led.Reject(ctx, g, req.GetOperation(), reason)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.RejectResponse{Record: wire.RecordToProto(rec)}, nil
+}
+
+func (o operators) Resolve(ctx context.Context, req *leasegatev1.ResolveRequest) (*leasegatev1.ResolveResponse, error) {
+	const op = "resolve"
+	to, err := ledger.ParseState(req.GetTo())
+	if err != nil {
+		return nil, ConnectError(coordinator.Invalid(op, "to: %v", err))
+	}
+	ev, err := wire.EvidenceFromProto(op, req.GetEvidence())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	if strings.TrimSpace(req.GetWhy()) == "" {
+		return nil, ConnectError(coordinator.Invalid(op, "why is required: what the evidence shows"))
+	}
+	g, err := o.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, err := o.s.led.Resolve(ctx, g, req.GetOperation(), to, ev, callerOf(ctx).ID, req.GetWhy())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ResolveResponse{Record: wire.RecordToProto(rec)}, nil
+}
+
+func (o operators) RevokeLease(ctx context.Context, req *leasegatev1.RevokeLeaseRequest) (*leasegatev1.RevokeLeaseResponse, error) {
+	const op = "lease revoke"
+	if err := allTenants(ctx, op); err != nil {
+		return nil, ConnectError(err)
+	}
+	id, err := coordinator.ParseLeaseID(req.GetLease())
+	if err != nil {
+		return nil, ConnectError(coordinator.Invalid(op, "lease: %v", err))
+	}
+	if _, err := o.s.c.RevokeOwnerLease(ctx, id); err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.RevokeLeaseResponse{}, nil
+}
+
+// allTenants refuses a keyspace-wide operation to an operator of some
+// tenants only.
+func allTenants(ctx context.Context, op string) error {
+	if callerOf(ctx).Serves(AllTenants) {
+		return nil
+	}
+	return refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
+		Detail: "it acts on the whole keyspace: it needs an operator of all tenants (\"*\")"})
+}
+
+func (o operators) ShowRealm(ctx context.Context, _ *leasegatev1.ShowRealmRequest) (*leasegatev1.ShowRealmResponse, error) {
+	if err := allTenants(ctx, "realm show"); err != nil {
+		return nil, ConnectError(err)
+	}
+	chk, err := o.s.c.CheckOrigin(ctx)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ShowRealmResponse{Realm: chk.Realm, Warnings: chk.Warnings}, nil
+}
+
+func (o operators) RotateRealm(ctx context.Context, _ *leasegatev1.RotateRealmRequest) (*leasegatev1.RotateRealmResponse, error) {
+	if err := allTenants(ctx, "realm rotate"); err != nil {
+		return nil, ConnectError(err)
+	}
+	realm, err := o.s.c.RotateRealm(ctx)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.RotateRealmResponse{Realm: realm}, nil
+}

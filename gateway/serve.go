@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/grpc"
+
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// Serve serves the handler over TLS on ln until ctx is done, then stops
+// taking calls and waits up to grace for those under way (a dispatch in
+// flight finishes and is recorded).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	return nil
+}
+
+// TracerProvider is where the server's spans go: OTLP over gRPC to
+// endpoint, or nowhere when endpoint is "" (the W3C trace context is
+// carried all the same). shutdown flushes and stops the exporter.
+func TracerProvider(ctx context.Context, endpoint string, insecure bool) (trace.TracerProvider, func(context.Context) error, error) {
+	if endpoint == "" {
+		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
+	}
+	opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(endpoint)}
+	if insecure {
+		opts = append(opts, otlptracegrpc.WithInsecure())
+	}
+	exp, err := otlptracegrpc.New(ctx, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: otlp exporter: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	return tp, tp.Shutdown, nil
+}
+
+// EtcdDialOptions are the dial options of the server's etcd client:
+// coordinator.DialOptions (so a hold and an unknown outcome stay apart),
+// and the caller's trace context carried on every etcd request, each a span
+// of tp.
+func EtcdDialOptions(tp trace.TracerProvider) []grpc.DialOption {
+	return append(coordinator.DialOptions(), grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}))))
+}

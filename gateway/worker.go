@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"connectrpc.com/connect"
+
+	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/wire"
+	"github.com/leasegate/leasegate/ledger"
+)
+
+// workers serves WorkerService: sessions, claims, protected state and
+// effects, each handler a mapping onto the Go API.
+type workers struct{ s *Server }
+
+func marginOf(ttl time.Duration) time.Duration { return max(ttl/10, DefaultMargin) }
+
+// renewal is the answer to a grant or renewal of a session's lease sent to
+// etcd at sent: its deadline counts from the send.
+func (s *Server) renewal(c sessionClaims, ttl time.Duration, sent time.Time) *leasegatev1.Renewal {
+	margin := marginOf(ttl)
+	deadline := sent.Add(ttl - margin)
+	c.TTL = int64(ttl / time.Second)
+	return &leasegatev1.Renewal{Token: s.tokens.sign(c.withDeadline(deadline)), Ttl: wire.Dur(ttl), Margin: wire.Dur(margin),
+		Deadline: wire.TS(deadline), StopWithin: wire.Dur(max(time.Until(deadline), 0))}
+}
+
+func (w workers) OpenSession(ctx context.Context, req *leasegatev1.OpenSessionRequest) (*leasegatev1.OpenSessionResponse, error) {
+	const op = "session"
+	if req.GetTtl() == nil {
+		return nil, ConnectError(coordinator.Invalid(op, "ttl is required (whole seconds, e.g. \"10s\")"))
+	}
+	ttl := req.GetTtl().AsDuration()
+	if err := coordinator.CheckTTL(ttl); err != nil {
+		return nil, ConnectError(coordinator.Invalid(op, "%v", err))
+	}
+	owner := callerOf(ctx).ID
+	sess, err := w.s.c.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive(), coordinator.WithMargin(marginOf(ttl)))
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	sess.Detach() // its renewals are the worker's, through any replica
+	deadline := sess.Deadline()
+	c := sessionClaims{Owner: owner, Lease: sess.Lease(), TTL: int64(ttl / time.Second)}
+	r := w.s.renewal(c, ttl, deadline.Add(marginOf(ttl)-ttl))
+	return &leasegatev1.OpenSessionResponse{
+		Session: &leasegatev1.Session{Token: r.Token, Lease: wire.LeaseHex(sess.Lease()), Owner: owner, Ttl: wire.Dur(ttl)},
+		Renewal: r,
+	}, nil
+}
+
+// renew renews the session of token once, in answer to the caller.
+func (s *Server) renew(ctx context.Context, token string) (*leasegatev1.Renewal, error) {
+	c, err := s.tokens.check("renew", token, callerOf(ctx).ID)
+	if err != nil {
+		return nil, err
+	}
+	ttl, sent, err := s.c.RenewLease(ctx, c.Lease)
+	if err != nil {
+		return nil, err
+	}
+	return s.renewal(c, ttl, sent), nil
+}
+
+func (w workers) RenewSession(ctx context.Context, req *leasegatev1.RenewSessionRequest) (*leasegatev1.RenewSessionResponse, error) {
+	r, err := w.s.renew(ctx, req.GetSessionToken())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.RenewSessionResponse{Renewal: r}, nil
+}
+
+// KeepAlive renews once per message received, never on its own: when the
+// worker stops sending, the lease runs out.
+func (w workers) KeepAlive(ctx context.Context, stream *connect.BidiStream[leasegatev1.KeepAliveRequest, leasegatev1.KeepAliveResponse]) error {
+	for {
+		req, err := stream.Receive()
+		if err != nil {
+			if errors.Is(err, context.Canceled) || connect.CodeOf(err) == connect.CodeCanceled {
+				return nil
+			}
+			return nil // the worker closed its side (io.EOF) or went away
+		}
+		r, err := w.s.renew(ctx, req.GetSessionToken())
+		if err != nil {
+			return ConnectError(err)
+		}
+		if err := stream.Send(&leasegatev1.KeepAliveResponse{Renewal: r}); err != nil {
+			return err
+		}
+	}
+}
+
+func (w workers) CloseSession(ctx context.Context, req *leasegatev1.CloseSessionRequest) (*leasegatev1.CloseSessionResponse, error) {
+	c, err := w.s.tokens.check("session close", req.GetSessionToken(), callerOf(ctx).ID)
+	if err == nil {
+		err = w.s.c.RevokeLease(ctx, c.Lease)
+	}
+	if err != nil && coordinator.DispositionOf(err) != coordinator.ExpiredOwner { // already gone: closed
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.CloseSessionResponse{}, nil
+}
+
+func (w workers) Claim(ctx context.Context, req *leasegatev1.ClaimRequest) (*leasegatev1.ClaimResponse, error) {
+	const op = "claim"
+	c, err := w.s.tokens.check(op, req.GetSessionToken(), callerOf(ctx).ID)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	if err := tenantAllowed(ctx, op, req.GetTenant(), req.GetTask()); err != nil {
+		return nil, ConnectError(err)
+	}
+	sess, err := w.s.c.Attach(c.Owner, c.Lease, c.ttl(), c.deadline())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	g, err := sess.Claim(ctx, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ClaimResponse{Grant: wire.GrantToProto(g)}, nil
+}
+
+// grantOf reads the request's grant and refuses one that is not the
+// caller's.
+func grantOf(ctx context.Context, op string, p *leasegatev1.Grant) (coordinator.Grant, error) {
+	g, err := wire.GrantFromProto(op, p)
+	if err != nil {
+		return g, err
+	}
+	return g, ownGrant(ctx, op, g)
+}
+
+func (w workers) Release(ctx context.Context, req *leasegatev1.ReleaseRequest) (*leasegatev1.ReleaseResponse, error) {
+	g, err := grantOf(ctx, "release", req.GetGrant())
+	if err == nil {
+		err = w.s.c.Release(ctx, g)
+	}
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ReleaseResponse{}, nil
+}
+
+func (w workers) GetOwnership(ctx context.Context, req *leasegatev1.GetOwnershipRequest) (*leasegatev1.GetOwnershipResponse, error) {
+	if err := tenantAllowed(ctx, "owner", req.GetTenant(), req.GetTask()); err != nil {
+		return nil, ConnectError(err)
+	}
+	o, err := w.s.c.Owner(ctx, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.GetOwnershipResponse{Ownership: wire.OwnershipToProto(o)}, nil
+}
+
+func (w workers) WatchOwnership(ctx context.Context, req *leasegatev1.WatchOwnershipRequest, stream *connect.ServerStream[leasegatev1.WatchOwnershipResponse]) error {
+	const op = "watch"
+	if err := tenantAllowed(ctx, op, req.GetTenant(), ""); err != nil {
+		return ConnectError(err)
+	}
+	if t := req.GetTenant(); t != "" {
+		if err := coordinator.CheckLabel("tenant", t); err != nil {
+			return ConnectError(coordinator.Invalid(op, "%v", err))
+		}
+	}
+	events, err := w.s.c.Watch(ctx, req.GetTenant())
+	if err != nil {
+		return ConnectError(err)
+	}
+	for ev := range events {
+		if err := stream.Send(&leasegatev1.WatchOwnershipResponse{Type: string(ev.Type), Ownership: wire.OwnershipToProto(ev.Ownership)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w workers) Commit(ctx context.Context, req *leasegatev1.CommitRequest) (*leasegatev1.CommitResponse, error) {
+	g, err := grantOf(ctx, "commit", req.GetGrant())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rc, err := fencedtxn.Commit(ctx, w.s.c, g, fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: req.GetOperation(),
+		Value: req.GetValue(), ExpectedVersion: req.GetExpectedVersion()})
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.CommitResponse{Receipt: wire.ReceiptToProto(rc)}, nil
+}
+
+func (w workers) GetState(ctx context.Context, req *leasegatev1.GetStateRequest) (*leasegatev1.GetStateResponse, error) {
+	if err := tenantAllowed(ctx, "get", req.GetTenant(), req.GetTask()); err != nil {
+		return nil, ConnectError(err)
+	}
+	st, err := fencedtxn.Get(ctx, w.s.c, req.GetTenant(), req.GetTask())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.GetStateResponse{State: wire.StateToProto(st)}, nil
+}
+
+func (w workers) Propose(ctx context.Context, req *leasegatev1.ProposeRequest) (*leasegatev1.ProposeResponse, error) {
+	const op = "propose"
+	g, err := grantOf(ctx, op, req.GetGrant())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	e, err := wire.EffectFromProto(op, req.GetEffect())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	pre, err := wire.ObservationFromProto(op, req.GetPrecondition())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, err := w.s.led.Propose(ctx, g, req.GetOperation(), e, pre)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ProposeResponse{Record: wire.RecordToProto(rec)}, nil
+}
+
+// Dispatch runs detached from the call's context: once the gateway has the
+// request it owns the dispatch, and the claim, the provider call and the
+// recording of its answer finish whether or not the worker is still there
+// (each step bounded by the coordinator's and the ledger's timeouts). The
+// trace context is kept.
+func (w workers) Dispatch(ctx context.Context, req *leasegatev1.DispatchRequest) (*leasegatev1.DispatchResponse, error) {
+	g, err := grantOf(ctx, "dispatch", req.GetGrant())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, err := w.s.led.Dispatch(context.WithoutCancel(ctx), g, req.GetOperation())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.DispatchResponse{Record: wire.RecordToProto(rec)}, nil
+}
+
+func (w workers) GetRecord(ctx context.Context, req *leasegatev1.GetRecordRequest) (*leasegatev1.GetRecordResponse, error) {
+	if err := tenantAllowed(ctx, "ops show", req.GetTenant(), req.GetTask()); err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, journal, err := w.s.led.Record(ctx, req.GetTenant(), req.GetTask(), req.GetOperation())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	out := &leasegatev1.GetRecordResponse{Record: wire.RecordToProto(rec)}
+	for _, t := range journal {
+		out.Journal = append(out.Journal, wire.TransitionToProto(t))
+	}
+	return out, nil
+}
+
+func (w workers) ListRecords(ctx context.Context, req *leasegatev1.ListRecordsRequest) (*leasegatev1.ListRecordsResponse, error) {
+	if err := tenantAllowed(ctx, "ops list", req.GetTenant(), req.GetTask()); err != nil {
+		return nil, ConnectError(err)
+	}
+	rs, err := w.s.led.List(ctx, req.GetTenant(), req.GetTask(), ledger.State(req.GetState()))
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ListRecordsResponse{Records: wire.RecordsToProto(rs)}, nil
+}
+
+func (w workers) Reconcile(ctx context.Context, req *leasegatev1.ReconcileRequest) (*leasegatev1.ReconcileResponse, error) {
+	g, err := grantOf(ctx, "reconcile", req.GetGrant())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rs, err := w.s.led.Reconcile(ctx, g)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.ReconcileResponse{Records: wire.RecordsToProto(rs)}, nil
+}
