@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -203,52 +202,6 @@ func (s *Session) stop(cause error) {
 	}
 	if cause != ErrSessionClosed {
 		s.lg.Warn("session lost", zap.Error(cause))
-	}
-}
-
-// keepAlive is the session's one goroutine: it renews the lease every TTL/3,
-// moves the local deadline forward on each confirmed renewal, and stops the
-// session when etcd says the lease is gone or the deadline passes first.
-func (s *Session) keepAlive() {
-	defer close(s.donec)
-	interval := s.ttl / 3
-	retry := min(interval, 200*time.Millisecond)
-	next := time.NewTimer(interval)
-	defer next.Stop()
-	deadline := time.NewTimer(time.Until(s.Deadline()))
-	defer deadline.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-deadline.C:
-			s.stop(ErrSessionDeadline)
-			return
-		case <-next.C:
-		}
-		sent := time.Now()
-		rctx, cancel := context.WithDeadline(s.ctx, s.Deadline())
-		resp, err := s.c.client.KeepAliveOnce(rctx, s.lease)
-		cancel()
-		switch {
-		case err == nil:
-			d := sent.Add(time.Duration(resp.TTL)*time.Second - s.margin)
-			s.mu.Lock()
-			s.deadline = d
-			s.mu.Unlock()
-			s.c.metrics.sessionRenewed(s, sent)
-			s.c.metrics.Outcome("keepalive", Renewed)
-			deadline.Reset(time.Until(d))
-			next.Reset(interval)
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			s.stop(ErrSessionLeaseLost)
-			return
-		default:
-			// etcd unreachable: keep trying until the local deadline.
-			s.lg.Debug("keepalive failed; retrying", zap.Error(err))
-			s.c.metrics.keepAliveFailed()
-			next.Reset(retry)
-		}
 	}
 }
 

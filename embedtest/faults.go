@@ -278,6 +278,11 @@ func (cp *ClientProxy) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
+// Member is the proxy in front of member i alone: its faults hit this
+// client's path to that member only (a member hung for this client while
+// the others answer it).
+func (cp *ClientProxy) Member(i int) *Proxy { return cp.proxies[i] }
+
 // Cut closes the client's connections and refuses new ones.
 func (cp *ClientProxy) Cut() { cp.each((*Proxy).Cut) }
 
