@@ -19,6 +19,7 @@ func init() { mutations = append(mutations, indepMutations...) }
 
 const (
 	sessionGo   = "coordinator/session.go"
+	keepAliveGo = "coordinator/keepalive.go"
 	heldGoI     = "coordinator/held.go"
 	limitsGo    = "coordinator/limits.go"
 	realmGo     = "coordinator/realm.go"
@@ -131,10 +132,16 @@ var indepMutations = []Mutation{
 		`margin: max(ttl/10, minMargin)`, `margin: min(ttl/10, minMargin)`),
 	ind("session/grant-deadline-from-answer", sessionGo, "the first local deadline counts from the lease grant's answer, not its send",
 		`deadline: sent.Add(ttl - o.margin),`, `deadline: time.Now().Add(ttl - o.margin),`),
-	ind("session/renew-deadline-from-answer", sessionGo, "a renewal's local deadline counts from its answer, not its send",
-		`d := sent.Add(time.Duration(resp.TTL)*time.Second - s.margin)`, `d := time.Now().Add(time.Duration(resp.TTL)*time.Second - s.margin)`),
-	ind("session/renew-unbounded", sessionGo, "a hanging renewal is not cut at the local deadline",
+	ind("session/renew-deadline-from-answer", keepAliveGo, "a renewal's local deadline counts from its answer, not its send",
+		`d := r.sent.Add(time.Duration(r.ttl)*time.Second - s.margin)`, `d := time.Now().Add(time.Duration(r.ttl)*time.Second - s.margin)`),
+	ind("session/renew-unbounded", keepAliveGo, "a hanging renewal is not cut at the local deadline",
 		`rctx, cancel := context.WithDeadline(s.ctx, s.Deadline())`, `rctx, cancel := context.WithCancel(s.ctx)`),
+	ind("session/attempt-unbounded", keepAliveGo, "a renewal attempt may take all the time left: one on a hung member leaves none for another",
+		`bound = max(time.Until(dl)/2, minAttempt)`, `bound = max(time.Until(dl), minAttempt)`),
+	ind("session/retry-rides-the-balancer", keepAliveGo, "a retry goes through the client's balancer, which may pick the hung member again",
+		`if ep != "" {
+		own, err := s.c.client.Dial(ep)`, `if ep != "" && false {
+		own, err := s.c.client.Dial(ep)`),
 	ind("session/margin-equal-ttl", sessionGo, "a margin equal to the TTL is accepted (the session is born past its deadline)",
 		`if o.margin >= ttl {`, `if o.margin > ttl {`),
 	ind("session/ttl-fraction", sessionGo, "a TTL that is not whole seconds is accepted (and rounded by etcd)",
@@ -147,12 +154,12 @@ var indepMutations = []Mutation{
 		`if err := s.Err(); err != nil {`, `if err := s.Err(); err != nil && false {`),
 	ind("session/usable-ignores-deadline", sessionGo, "a session past its local deadline acts until its timer fires",
 		`if time.Now().After(s.Deadline()) {`, `if false {`),
-	ind("session/lease-lost-retried", sessionGo, "a keepalive told the lease is gone keeps retrying until the deadline",
-		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(err, rpctypes.ErrLeaseNotFound) && false:`),
-	ind("session/deadline-not-moved", sessionGo, "a confirmed renewal does not move the deadline timer",
+	ind("session/lease-lost-retried", keepAliveGo, "a keepalive told the lease is gone keeps retrying until the deadline",
+		`case errors.Is(r.err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(r.err, rpctypes.ErrLeaseNotFound) && false:`),
+	ind("session/deadline-not-moved", keepAliveGo, "a confirmed renewal does not move the deadline timer",
 		`deadline.Reset(time.Until(d))`, ``),
-	ind("session/failed-renewal-retried-late", sessionGo, "a failed keepalive is retried only after a full interval",
-		`next.Reset(retry)`, `next.Reset(interval)`),
+	ind("session/failed-renewal-retried-late", keepAliveGo, "a failed renewal attempt is not retried on another member, only after a pause on the balancer",
+		`if ep = nextEndpoint(eps, bad); ep == "" {`, `if ep = ""; ep == "" {`),
 	ind("session/close-expired-error", sessionGo, "closing a session whose lease already expired is an error",
 		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`),
 	ind("revoke/zero-lease", sessionGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
