@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,12 +38,23 @@ Graders read each trial's journal and provider logs. The drill passes when
 every fixture passes, the fenced design has zero violations and the naive
 design is caught by at least two graders; the exit code is 0 then, 1 if not.
 
-Without --endpoints it starts an embedded single-member etcd in a temporary
-directory (fsync off, for speed) and removes it afterwards. With --endpoints
-it runs on that cluster (TLS and auth flags apply) under a prefix of its own,
-<prefix>-drill/<run id>, which it deletes at the end unless --keep.
+Unless --endpoints is given on the command line it starts an embedded
+single-member etcd in a temporary directory (fsync off, for speed) and
+removes it afterwards. An exported LEASEGATE_ENDPOINTS does not count: the
+drill writes test data, and never reaches a real cluster through the
+environment (a command-line value equal to the environment's cannot be told
+apart and counts as the environment's). With --endpoints on the command
+line it runs on that cluster (TLS and auth flags apply) under
+<prefix>/drill/<run id>, inside leasegate's prefix (so a role with readwrite
+on the prefix covers it), which it deletes at the end unless --keep.
 Ownership, fences and the ledger are real etcd; the providers and their time
-are simulated (see docs/drill.md).`,
+are simulated (see docs/drill.md).
+
+Exit codes: 0 the drill passed; 1 it failed (one line on stderr says why);
+2 invalid flags, nothing started; 3 etcd could not be reached (a hold, never
+a pass); 6 etcd refused these credentials or this prefix (permission_denied,
+unauthenticated: check the user, the password, the client certificate and
+the role's grant on --prefix).`,
 			"leasegate drill",
 			"leasegate drill --trials 10000 --parallel 32 -o json",
 			"leasegate drill --design naive --replay 3",
@@ -88,7 +100,7 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		s.opts = append(s.opts, drill.WithReplay(s.replay))
 		s.trials = 1
 	}
-	if c.IsSet("keep") && !c.IsSet("endpoints") {
+	if c.IsSet("keep") && !endpointsOnCommandLine(c) {
 		return s, coordinator.Invalid("drill", "--keep needs --endpoints: the embedded etcd is removed at the end")
 	}
 	// Validate every option now, so that bad input sends nothing.
@@ -115,13 +127,16 @@ func drillAction(c *cli.Context) error {
 	ctx := c.Context
 	where := ""
 	var client *clientv3.Client
-	if c.IsSet("endpoints") {
+	if endpointsOnCommandLine(c) {
 		client, err = newClient(g)
 		if err != nil {
 			return err
 		}
 		where = "etcd " + strings.Join(g.endpoints, ",")
 	} else {
+		if _, set := os.LookupEnv(endpointsEnv); set {
+			g.lg.Warn("the drill ignores " + endpointsEnv + ": give --endpoints on the command line to run it on a real cluster")
+		}
 		dir, err := os.MkdirTemp("", "leasegate-drill-")
 		if err != nil {
 			return fmt.Errorf("drill: temporary directory: %w", err)
@@ -141,13 +156,13 @@ func drillAction(c *cli.Context) error {
 	}
 	defer client.Close()
 
-	prefix := g.prefix + "-drill/" + runID()
+	prefix := drillPrefix(g.prefix)
 	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
 	if metrics != nil {
 		opts = append(opts, drill.WithMetrics(metrics))
 	}
 	if bar := drillProgress(c.App.ErrWriter, s.trials*len(s.designs)); bar != nil {
-		opts = append(opts, drill.WithProgress(func() { _ = bar.Add(1) }))
+		opts = append(opts, drill.WithProgress(func(p drill.Progress) { _ = bar.Set(p.Done) }))
 		defer func() { _ = bar.Finish(); fmt.Fprintln(c.App.ErrWriter) }()
 	}
 	rep, runErr := drill.Run(ctx, client, opts...)
@@ -192,6 +207,34 @@ func drillHeader(c *cli.Context, where, prefix string, s drillSettings) string {
 	return fmt.Sprintf("leasegate drill: seed %d, %d trials per design, %d in parallel, %s, prefix %s (%s)",
 		c.Uint64("seed"), s.trials, c.Int("parallel"), where, prefix, keep)
 }
+
+// endpointsEnv is the environment variable the global --endpoints flag
+// also reads.
+const endpointsEnv = "LEASEGATE_ENDPOINTS"
+
+// endpointsOnCommandLine reports whether --endpoints came from the command
+// line, not only from LEASEGATE_ENDPOINTS: urfave/cli reads both as set,
+// and the drill, which writes test data, heeds the command line alone. A
+// command-line value equal to the environment's cannot be told apart from
+// it and counts as the environment's (the safe side: the embedded etcd).
+func endpointsOnCommandLine(c *cli.Context) bool {
+	if !c.IsSet("endpoints") {
+		return false
+	}
+	env, ok := os.LookupEnv(endpointsEnv)
+	if !ok {
+		return true
+	}
+	var fromEnv []string
+	for _, e := range strings.Split(env, ",") {
+		fromEnv = append(fromEnv, strings.TrimSpace(e))
+	}
+	return !slices.Equal(c.StringSlice("endpoints"), fromEnv)
+}
+
+// drillPrefix is a run's prefix: inside leasegate's own, under a kind no
+// keyspace uses ("drill"), so that one grant on --prefix covers it.
+func drillPrefix(prefix string) string { return prefix + "/drill/" + runID() }
 
 // runID names one run's prefix.
 func runID() string {

@@ -75,7 +75,7 @@ func TestDrillEndpoints(t *testing.T) {
 func TestDrillSecured(t *testing.T) {
 	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
 	f := cl.TLSFiles()
-	cl.AddPrefixUser(t, "driller", "driller-pw", "/drill-tls-drill/")
+	cl.AddPrefixUser(t, "driller", "driller-pw", "/drill-tls/") // the one grant leasegate's prefix needs covers the drill
 	r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert,
 		"--key", f.ClientKey, "--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls",
 		"drill", "--trials", "6", "-o", "json")
@@ -91,6 +91,50 @@ func TestDrillSecured(t *testing.T) {
 		"--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls", "drill", "--trials", "2")
 	if r.code != cli.ExitUnavailable || !strings.HasPrefix(r.stderr, string(coordinator.AuthorityUnavailable)) {
 		t.Fatalf("drill without a client certificate: exit %d, want %d\nstderr: %s", r.code, cli.ExitUnavailable, r.stderr)
+	}
+}
+
+// TestDrillDeniedIsSix: a user whose role does not cover --prefix gets
+// the drill's exit 6 (permission_denied), never a pass or a hold.
+func TestDrillDeniedIsSix(t *testing.T) {
+	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
+	f := cl.TLSFiles()
+	cl.AddPrefixUser(t, "elsewhere", "elsewhere-pw", "/elsewhere/")
+	r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert,
+		"--key", f.ClientKey, "--user", "elsewhere", "--password", "elsewhere-pw", "--prefix", "/drill-tls",
+		"drill", "--trials", "2")
+	if r.code != cli.ExitDenied || !strings.HasPrefix(r.stderr, string(coordinator.PermissionDenied)) {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, cli.ExitDenied, r.stdout, r.stderr)
+	}
+}
+
+// TestDrillIgnoresEndpointsFromTheEnvironment: an exported
+// LEASEGATE_ENDPOINTS does not send the drill to that cluster — it runs on
+// its own embedded etcd and writes nothing there — and --keep, which needs
+// a real cluster, is refused with it alone.
+func TestDrillIgnoresEndpointsFromTheEnvironment(t *testing.T) {
+	cl := embedtest.NewCluster(t)
+	t.Setenv("LEASEGATE_ENDPOINTS", strings.Join(cl.Endpoints(), ","))
+	r := execApp(t, call{}, "drill", "--trials", "2", "--design", "fenced")
+	if r.code != cli.ExitDone || !strings.Contains(r.stdout, "embedded etcd") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	resp, err := cl.Client(t).Get(lgtest.Ctx(t), "", clientv3.WithFromKey(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("%d keys written to the environment's cluster (%v)", resp.Count, err)
+	}
+	if r := execApp(t, call{}, "drill", "--keep"); r.code != cli.ExitInvalid {
+		t.Fatalf("--keep with endpoints from the environment only: exit %d (stderr %s)", r.code, r.stderr)
+	}
+	// On the command line they count (here the environment names another).
+	t.Setenv("LEASEGATE_ENDPOINTS", "127.0.0.1:1")
+	r = execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--prefix", "/env", "drill", "--trials", "2",
+		"--design", "fenced", "--keep")
+	if r.code != cli.ExitDone || strings.Contains(r.stdout, "embedded etcd") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if resp, err := cl.Client(t).Get(lgtest.Ctx(t), "/env/drill/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || resp.Count == 0 {
+		t.Fatalf("the kept run is not under /env/drill/: %v keys (%v)", resp.Count, err)
 	}
 }
 

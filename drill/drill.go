@@ -28,7 +28,7 @@ type config struct {
 	Prefix   string
 	Replay   int // -1: no replay
 	Logger   *zap.Logger
-	Progress func()
+	Progress func(Progress)
 	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
 }
 
@@ -109,8 +109,17 @@ func WithLogger(lg *zap.Logger) Option {
 	}
 }
 
-// WithProgress calls f after every trial (from any goroutine).
-func WithProgress(f func()) Option {
+// Progress is how far a run is, as WithProgress reports it: the shape of
+// bench.Progress. Done of Total trials (of every design) are finished;
+// Line, when not empty, says what just finished (a design's trials).
+type Progress struct {
+	Done, Total int
+	Line        string
+}
+
+// WithProgress calls f after every trial, and once more with a Line when a
+// design's trials are done (from any goroutine, one call at a time).
+func WithProgress(f func(Progress)) Option {
 	return func(c *config) error {
 		if f == nil {
 			return errors.New("nil progress func")
@@ -178,6 +187,18 @@ type DesignReport struct {
 type runner struct {
 	cfg   config
 	coord *coordinator.Coordinator
+	// progress: done of total trials; mu orders the Progress calls.
+	mu          sync.Mutex
+	done, total int
+}
+
+func (r *runner) progress(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if line == "" {
+		r.done++
+	}
+	r.cfg.Progress(Progress{Done: r.done, Total: r.total, Line: line})
 }
 
 func (r *runner) tenant(d Design) string { return "drill-" + string(d) }
@@ -187,8 +208,8 @@ func (r *runner) tenant(d Design) string { return "drill-" + string(d) }
 // means the drill could not run (etcd unreachable, say): no report is a
 // pass. It does not delete the prefix: call Cleanup.
 func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report, error) {
-	cfg := config{Trials: DefaultTrials, Parallel: 16, Designs: []Design{Fenced, Naive}, Prefix: "/leasegate-drill",
-		Replay: -1, Logger: zap.NewNop(), Progress: func() {}}
+	cfg := config{Trials: DefaultTrials, Parallel: 16, Designs: []Design{Fenced, Naive}, Prefix: "/leasegate/drill",
+		Replay: -1, Logger: zap.NewNop(), Progress: func(Progress) {}}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, coordinator.Invalid("drill", "%v", err)
@@ -207,7 +228,10 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 	if err != nil {
 		return nil, fmt.Errorf("drill: %w", err)
 	}
-	r := &runner{cfg: cfg, coord: coord}
+	r := &runner{cfg: cfg, coord: coord, total: cfg.Trials * len(cfg.Designs)}
+	if cfg.Replay >= 0 {
+		r.total = len(cfg.Designs)
+	}
 	rep := &Report{Fixtures: fixtures, Designs: map[Design]*DesignReport{}}
 	for _, d := range cfg.Designs {
 		dr, trajs, err := r.runDesign(ctx, d)
@@ -287,7 +311,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 					kept = append(kept, traj)
 				}
 				mu.Unlock()
-				r.cfg.Progress()
+				r.progress("")
 			}
 		}()
 	}
@@ -307,6 +331,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 	}
 	dr.Seconds = time.Since(start).Seconds()
 	dr.Cost.finish()
+	r.progress(fmt.Sprintf("%s: %d trials, %d violations, %.1f s", d, dr.Trials, dr.TotalViolations, dr.Seconds))
 	r.cfg.Logger.Named("drill").Info("trials done", zap.String("tenant", r.tenant(d)), zap.Int("trials", dr.Trials),
 		zap.Int("violations", dr.TotalViolations), zap.Float64("seconds", dr.Seconds))
 	return dr, kept, firstErr

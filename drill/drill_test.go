@@ -19,12 +19,27 @@ func TestShortDrill(t *testing.T) {
 	const trials = 80
 	cli := embedtest.NewCluster(t).Client(t)
 	ctx := lgtest.Ctx(t)
-	rep, err := drill.Run(ctx, cli, drill.WithTrials(trials), drill.WithSeed(2), drill.WithPrefix("/short"))
+	var progress []drill.Progress
+	rep, err := drill.Run(ctx, cli, drill.WithTrials(trials), drill.WithSeed(2), drill.WithPrefix("/short"),
+		drill.WithProgress(func(p drill.Progress) { progress = append(progress, p) }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
 		t.Fatalf("drill failed: %s", rep.Why)
+	}
+	lines, last := 0, drill.Progress{}
+	for _, p := range progress {
+		if p.Line != "" {
+			lines++
+		}
+		if p.Done < last.Done || p.Total != 2*trials {
+			t.Fatalf("progress %+v after %+v", p, last)
+		}
+		last = p
+	}
+	if len(progress) != 2*trials+2 || lines != 2 || last.Done != 2*trials {
+		t.Fatalf("%d progress calls, %d lines, last %+v: want one per trial and one per design", len(progress), lines, last)
 	}
 	if len(rep.Fixtures) != 11 {
 		t.Fatalf("%d fixtures, want 11", len(rep.Fixtures))

@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,23 +42,43 @@ const (
 	promotionIntents = 2
 )
 
-// runFenced is one fenced worker.
+// runFenced is one fenced worker. A step's error stops it: errStop (the
+// fence refused it, or it holds for the commander) is the design at work;
+// any other error is the drill's own (etcd did not answer) and fails the
+// trial's run.
 func (wk *worker) runFenced() {
-	if !wk.acquire() {
-		return
+	if err := wk.fenced(); err != nil && !errors.Is(err, errStop) {
+		wk.w.fail(err)
+	}
+}
+
+func (wk *worker) fenced() error {
+	if err := wk.acquire(); err != nil {
+		return err
 	}
 	l, err := wk.newLedger()
 	if err != nil {
-		wk.w.fail(err)
-		return
+		return err
 	}
 	if wk.build == "v2" { // build v2 orders its steps differently: it reads the world first
 		wk.observe()
 	}
-	if wk.reconcile(l) && wk.promote(l) && wk.traffic(l) {
-		wk.release()
+	if err := wk.reconcile(l); err != nil {
+		return err
 	}
+	if err := wk.promote(l); err != nil {
+		return err
+	}
+	if err := wk.traffic(l); err != nil {
+		return err
+	}
+	wk.release()
+	return nil
 }
+
+// errStop is a worker stopping as the design says: refused by the fence,
+// or holding for the incident commander.
+var errStop = errors.New("drill: the worker stops")
 
 // Hold reasons: why a fenced worker stopped for the incident commander
 // with traffic held. Each is a legitimate end of a trial (the liveness
@@ -69,11 +90,13 @@ const (
 )
 
 // hold stops the worker for the incident commander: traffic stays where it
-// is. It records why; the worker then releases nothing and does nothing
-// more.
-func (wk *worker) hold(reason, format string, args ...any) {
+// is. It records why and returns errStop; the worker then releases
+// nothing and does nothing more (unless the commander resumes it).
+func (wk *worker) hold(reason, format string, args ...any) error {
 	wk.w.held = true
-	wk.record(Event{Kind: KindHold, Effect: reason, Value: wk.w.dns.value, Detail: fmt.Sprintf(format, args...)})
+	why := fmt.Sprintf(format, args...)
+	wk.record(Event{Kind: KindHold, Effect: reason, Value: wk.w.dns.value, Detail: why})
+	return fmt.Errorf("%w: holds for the commander (%s): %s", errStop, reason, why)
 }
 
 // gateway is everything a fenced worker asks of the effect ledger and its
@@ -102,23 +125,20 @@ func (wk *worker) newLedger() (*ledger.Ledger, error) {
 }
 
 // check copies the journal's new transitions into the trajectory and
-// reports whether the worker may go on after a ledger call: a refusal by
-// the fence is recorded as such (a stale worker stopped at the gateway);
-// any other error is an error of the drill's etcd. Either stops it.
-func (wk *worker) check(op string, err error) bool {
+// says whether the worker may go on after a ledger call (nil): a refusal
+// by the fence is recorded as such (a stale worker stopped at the
+// gateway: errStop); any other error is the drill's etcd's, wrapped.
+func (wk *worker) check(op string, err error) error {
 	wk.w.syncJournal()
 	if err == nil {
-		return true
+		return nil
 	}
-	switch d := coordinator.DispositionOf(err); d.Class() {
-	case coordinator.ClassRefused:
-		if d == coordinator.StaleOwner || d == coordinator.ExpiredOwner || d == coordinator.GenerationMismatch {
-			wk.record(Event{Kind: KindRefused, Effect: op, Detail: string(d) + ": refused at the gateway; the worker stops"})
-			return false
-		}
+	switch d := coordinator.DispositionOf(err); d {
+	case coordinator.StaleOwner, coordinator.ExpiredOwner, coordinator.GenerationMismatch:
+		wk.record(Event{Kind: KindRefused, Effect: op, Detail: string(d) + ": refused at the gateway; the worker stops"})
+		return fmt.Errorf("%w: %s refused: %w", errStop, op, err)
 	}
-	wk.w.fail(fmt.Errorf("%s by %s: %w", op, wk.name, err))
-	return false
+	return fmt.Errorf("%s by %s: %w", op, wk.name, err)
 }
 
 // syncJournal appends the ledger journal's new transitions of the incident
@@ -145,12 +165,11 @@ func (w *world) syncJournal() {
 
 // reconcile settles what an earlier owner left: its DISPATCHING records
 // become UNKNOWN, and every UNKNOWN is asked of the provider's authority.
-// It reports whether the worker may go on.
-func (wk *worker) reconcile(l gateway) bool {
+func (wk *worker) reconcile(l gateway) error {
 	for round := 0; round < reconcileRounds; round++ {
 		recs, err := l.Reconcile(wk.w.ctx, wk.grant)
-		if !wk.check("reconcile", err) {
-			return false
+		if err := wk.check("reconcile", err); err != nil {
+			return err
 		}
 		pending := false
 		for _, r := range recs {
@@ -159,19 +178,18 @@ func (wk *worker) reconcile(l gateway) bool {
 			}
 		}
 		if !pending {
-			return true
+			return nil
 		}
 		wk.a.sleep(10 * time.Second)
 	}
-	return true
+	return nil
 }
 
-// existing returns the task's records of kind, in the ledger's order, and
-// whether the worker may go on.
-func (wk *worker) existing(l gateway, kind string) ([]ledger.Record, bool) {
+// existing returns the task's records of kind, in the ledger's order.
+func (wk *worker) existing(l gateway, kind string) ([]ledger.Record, error) {
 	recs, err := l.List(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task, "")
-	if !wk.check("list", err) {
-		return nil, false
+	if err := wk.check("list", err); err != nil {
+		return nil, err
 	}
 	var out []ledger.Record
 	for _, r := range recs {
@@ -180,7 +198,7 @@ func (wk *worker) existing(l gateway, kind string) ([]ledger.Record, bool) {
 			out = append(out, r)
 		}
 	}
-	return out, true
+	return out, nil
 }
 
 func effectName(kind string) string {
@@ -220,14 +238,14 @@ func (wk *worker) promotionParams() json.RawMessage {
 }
 
 // promote drives the promotion to an end: CONFIRMED, or the world moved
-// on without it (the target is the writer anyway), or a hold for the
-// commander. It reports whether the worker may go on to traffic.
-func (wk *worker) promote(l gateway) bool {
+// on without it (the target is the writer anyway) — nil: go on to
+// traffic — or a hold for the commander (errStop).
+func (wk *worker) promote(l gateway) error {
 	ctx, w := wk.w.ctx, wk.w
 	for n := 1; n <= promotionIntents; n++ {
-		found, ok := wk.existing(l, kindPromote)
-		if !ok {
-			return false
+		found, err := wk.existing(l, kindPromote)
+		if err != nil {
+			return err
 		}
 		rec, adopted := adoptable(found)
 		switch {
@@ -239,43 +257,39 @@ func (wk *worker) promote(l gateway) bool {
 			writer, promoting := wk.observe()
 			id := wk.promotionID(len(found) + 1)
 			w.effects[id] = "promote"
-			var err error
 			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
 				Params: wk.promotionParams(), Policy: policyPromote}, wk.observation(writer, promoting))
-			if !wk.check("propose", err) {
-				return false
+			if err := wk.check("propose", err); err != nil {
+				return err
 			}
 		}
-		rec, ok = wk.drive(l, rec, approver{name: commander, wait: func() {}, decide: wk.commanderApproves,
+		rec, err = wk.drive(l, rec, approver{name: commander, wait: func() {}, decide: wk.commanderApproves,
 			note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss.String()})
-		if ok && rec.State == ledger.ManualReview {
-			rec, ok = wk.review(l, rec)
+		if err == nil && rec.State == ledger.ManualReview {
+			rec, err = wk.review(l, rec)
 		}
-		if !ok {
-			return false
+		if err != nil {
+			return err
 		}
 		wk.note("promotion %s ends %s", rec.Operation, rec.State)
 		switch rec.State {
 		case ledger.Confirmed:
-			return true
+			return nil
 		case ledger.ManualReview:
-			wk.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
-			return false
+			return wk.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
 		case ledger.Rejected:
-			wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
-			return false
+			return wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
 		case ledger.Failed:
 			if writer, _ := w.topo.Describe(wk.caller("")); writer == targetOf(rec.Effect) {
-				return true // refused because the target is the writer already
+				return nil // refused because the target is the writer already
 			}
 			continue // the commander established it never applied: a new intent
 		}
 		// SUPERSEDED: the world moved before dispatch; traffic follows
 		// whatever the writer now is.
-		return true
+		return nil
 	}
-	wk.hold(holdManualReview, "no promotion applied after %d intents", promotionIntents)
-	return false
+	return wk.hold(holdManualReview, "no promotion applied after %d intents", promotionIntents)
 }
 
 // adoptable is the promotion record a worker adopts: the newest one not
@@ -330,9 +344,8 @@ func commanderRule(target string, lag time.Duration, topo func() (writer, promot
 // no such call appears within the audit trail's delivery bound after the
 // dispatch and the topology shows no trace of it. Each decision goes
 // through Ledger.Resolve, journaled with approver and why. Without either
-// evidence it decides nothing: the record stays in MANUAL_REVIEW. It
-// reports whether the worker may go on.
-func (wk *worker) review(l gateway, rec ledger.Record) (ledger.Record, bool) {
+// evidence it decides nothing: the record stays in MANUAL_REVIEW.
+func (wk *worker) review(l gateway, rec ledger.Record) (ledger.Record, error) {
 	w := wk.w
 	target := targetOf(rec.Effect)
 	wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
@@ -350,13 +363,10 @@ func (wk *worker) review(l gateway, rec ledger.Record) (ledger.Record, bool) {
 			"writer": writer, "promoting": promoting})
 		wk.stopAt(winResolve, "after the commander decided, before Resolve was written")
 		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, to, ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(w.s.now)}, commander, why)
-		if !wk.check("resolve", err) {
-			return r, false
-		}
-		return r, true
+		return r, wk.check("resolve", err)
 	}
 	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW", rec.Operation)
-	return rec, true
+	return rec, nil
 }
 
 // commanderVerdict is the commander's reading of the evidence on a
@@ -400,56 +410,56 @@ func (wk *worker) observe() (writer, promoting string) {
 // intent with a new id. A record that is not what the workflow last left it
 // (an operator's edit) is respected: the worker holds for the commander
 // instead of overwriting it. It reports whether the worker may go on.
-func (wk *worker) traffic(l gateway) bool {
+func (wk *worker) traffic(l gateway) error {
 	ctx, w := wk.w.ctx, wk.w
 	for n := 0; n < trafficAttempts; n++ {
-		found, ok := wk.existing(l, kindTraffic)
-		if !ok {
-			return false
+		found, err := wk.existing(l, kindTraffic)
+		if err != nil {
+			return err
 		}
 		var rec ledger.Record
 		if len(found) > 0 {
 			rec = found[len(found)-1]
 		}
-		if wk.editedOutOfBand(found) {
-			return false
+		if err := wk.editedOutOfBand(found); err != nil {
+			return err
 		}
 		switch {
 		case rec.State != "" && !rec.State.Terminal():
 			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
 		case rec.State == ledger.Confirmed:
-			if done, edited := wk.verify(found); done || edited {
-				return done
+			if done, err := wk.verify(found); done || err != nil {
+				return err
 			}
 			fallthrough
 		default:
 			writer := wk.settledView()
-			if wk.editedOutOfBand(found) { // while it waited for the topology
-				return false
+			if err := wk.editedOutOfBand(found); err != nil { // while it waited for the topology
+				return err
 			}
 			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
 			w.effects[id] = "traffic"
 			params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
-			var err error
 			_, promoting := w.topo.Describe(wk.caller(""))
 			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params,
 				Policy: policyTraffic}, wk.trafficObservation(writer, promoting, w.dns.Record(wk.caller(""))))
-			if !wk.check("propose", err) {
-				return false
+			if err := wk.check("propose", err); err != nil {
+				return err
 			}
 		}
-		if _, ok := wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"}); !ok {
-			return false
+		if _, err := wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"}); err != nil {
+			return err
 		}
 	}
-	found, ok := wk.existing(l, kindTraffic)
-	if !ok {
-		return false
+	found, err := wk.existing(l, kindTraffic)
+	if err != nil {
+		return err
 	}
-	if done, _ := wk.verify(found); !done {
+	if done, err := wk.verify(found); err != nil || !done {
 		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
+		return err
 	}
-	return true
+	return nil
 }
 
 // lastLeft is the value the workflow last left the record at: the newest
@@ -471,8 +481,8 @@ func lastLeft(found []ledger.Record) string {
 // editedOutOfBand reads the record at its authority and, if it is not what
 // the workflow last left it (or what the commander last let it go on
 // from), stops for the commander: an operator changed the recovery
-// resource, and the approved world no longer holds there. It reports
-// whether the worker must stop (the commander keeps the hold).
+// resource, and the approved world no longer holds there. It returns
+// errStop when the commander keeps the hold.
 //
 // The commander's rule: an edit to the maintenance page is a holding
 // action; after confirming it with the operator (1-3 minutes) the commander
@@ -480,30 +490,30 @@ func lastLeft(found []ledger.Record) string {
 // against the record as it now is. Any other edit (the read-only static
 // checkout) is the operator's own routing decision: it stands, and traffic
 // stays held until a person decides otherwise.
-func (wk *worker) editedOutOfBand(found []ledger.Record) bool {
+func (wk *worker) editedOutOfBand(found []ledger.Record) error {
 	now, want := wk.w.dns.Record(wk.caller("")), lastLeft(found)
 	if now == want || now == wk.resumedFrom {
-		return false
+		return nil
 	}
-	wk.hold(holdOperatorEdit, "%s was edited out of band to %s (the workflow left %s): not overwritten; traffic held for the commander", recordName, now, want)
+	held := wk.hold(holdOperatorEdit, "%s was edited out of band to %s (the workflow left %s): not overwritten; traffic held for the commander", recordName, now, want)
 	if now != maintenance {
 		wk.record(Event{Kind: KindNote, Actor: "commander", Detail: fmt.Sprintf(
 			"the operator pointed %s at %s by hand: a routing decision that stands until a person decides otherwise", recordName, now)})
-		return true
+		return held
 	}
 	wk.a.sleep(wk.w.s.between(time.Minute, 3*time.Minute))
 	wk.w.held = false
 	wk.resumedFrom = now
 	wk.record(Event{Kind: KindResume, Actor: "commander", Value: now, Detail: fmt.Sprintf(
 		"the operator confirms %s was a holding action: the workflow goes on from it", now)})
-	return false
+	return nil
 }
 
 // drive takes one operation as far as it goes: approval, dispatch through
 // the gateway, reconciliation of an unknown outcome. It returns the record
 // as it ends (UNKNOWN if a change is still PENDING after reconciling), and
-// whether the worker may go on.
-func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Record, bool) {
+// an error when the worker must stop.
+func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Record, error) {
 	ctx, w := wk.w.ctx, wk.w
 	for step := 0; step < 20; step++ {
 		var err error
@@ -514,8 +524,8 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 			if by.decide != nil {
 				if ok, why := by.decide(rec); !ok {
 					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name+": "+why)
-					if !wk.check("reject", err) {
-						return rec, false
+					if err := wk.check("reject", err); err != nil {
+						return rec, err
 					}
 					continue
 				}
@@ -528,8 +538,8 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 			op = "dispatch"
 			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
 		case ledger.Dispatching, ledger.Unknown:
-			if !wk.reconcile(l) {
-				return rec, false
+			if err := wk.reconcile(l); err != nil {
+				return rec, err
 			}
 			op = "read"
 			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
@@ -537,13 +547,13 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 				return rec, wk.check(op, nil)
 			}
 		default:
-			return rec, true
+			return rec, nil
 		}
-		if !wk.check(op, err) {
-			return rec, false
+		if err := wk.check(op, err); err != nil {
+			return rec, err
 		}
 	}
-	return rec, true
+	return rec, nil
 }
 
 // settledView waits until no promotion is in progress, as the worker sees
@@ -561,20 +571,20 @@ func (wk *worker) settledView() string {
 }
 
 // verify reads the record and the writer from their authorities; when they
-// agree the incident is closed. A record the workflow did not set is an
-// out-of-band edit: the worker holds (edited).
-func (wk *worker) verify(found []ledger.Record) (done, edited bool) {
+// agree the incident is closed (done). A record the workflow did not set
+// is an out-of-band edit: the worker holds (errStop).
+func (wk *worker) verify(found []ledger.Record) (bool, error) {
 	wk.a.step()
 	record := wk.w.dns.Record(wk.caller(""))
 	writer, promoting := wk.w.topo.Describe(wk.caller(""))
 	if promoting == "" && record == writer {
 		wk.w.closed = true
 		wk.note("verified: %s points at the writer %s; incident closed", recordName, writer)
-		return true, false
+		return true, nil
 	}
-	if wk.editedOutOfBand(found) {
-		return false, true
+	if err := wk.editedOutOfBand(found); err != nil {
+		return false, err
 	}
 	wk.note("verify: %s points at %s, the writer is %s", recordName, record, writer)
-	return false, false
+	return false, nil
 }

@@ -53,7 +53,10 @@ func (wk *worker) transition(key, effect, from, to string, evidence ...string) {
 // runNaive is one naive worker: claim the controller lease, then run the
 // coarse activity until the history says it completed.
 func (wk *worker) runNaive() {
-	if !wk.acquire() {
+	if err := wk.acquire(); err != nil {
+		if !errors.Is(err, errStop) {
+			wk.w.fail(err)
+		}
 		return
 	}
 	w := wk.w

@@ -217,23 +217,25 @@ func (wk *worker) caller(key string) caller {
 }
 
 // start opens the worker's etcd session (its real lease).
-func (wk *worker) start() bool {
+func (wk *worker) start() error {
 	s, err := wk.w.run.coord.NewSession(wk.w.ctx, wk.name, sessionTTL, coordinator.WithoutKeepAlive())
 	if err != nil {
-		wk.w.fail(fmt.Errorf("session of %s: %w", wk.name, err))
-		return false
+		return fmt.Errorf("session of %s: %w", wk.name, err)
 	}
 	wk.sess = s
-	return true
+	return nil
 }
 
 // acquire claims the incident task in etcd, trying again after claimRetry
-// (simulated), doubling up to claimRetryMax, while another worker holds it. It returns false if the
-// worker could not start or the incident closed meanwhile and the task is
-// still held.
-func (wk *worker) acquire() bool {
-	if wk.sess == nil && !wk.start() {
-		return false
+// (simulated), doubling up to claimRetryMax, while another worker holds it.
+// It returns errStop when there is nothing left to claim for (the incident
+// is held for the commander, or the trial already failed on etcd), and the
+// drill's own error when etcd did not answer.
+func (wk *worker) acquire() error {
+	if wk.sess == nil {
+		if err := wk.start(); err != nil {
+			return err
+		}
 	}
 	for retry := claimRetry; ; retry = min(2*retry, claimRetryMax) {
 		g, err := wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task)
@@ -241,15 +243,14 @@ func (wk *worker) acquire() bool {
 		case coordinator.OK:
 			wk.grant = g
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
-			return true
+			return nil
 		case coordinator.Busy:
 			if len(wk.w.errs) > 0 || wk.w.held { // held for the commander, or the trial is lost already
-				return false
+				return fmt.Errorf("%w: nothing to claim the task for", errStop)
 			}
 			wk.a.sleep(retry)
 		default:
-			wk.w.fail(fmt.Errorf("claim by %s: %w", wk.name, err))
-			return false
+			return fmt.Errorf("claim by %s: %w", wk.name, err)
 		}
 	}
 }
