@@ -319,7 +319,11 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 		if c.ModRevision <= 0 || !strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {
 			return r, coordinator.Invalid("gc", "candidate %q with revision %d is not a key of %s", c.Key, c.ModRevision, g.keys.Prefix())
 		}
-		if want := g.keyOf(c); c.Kind != KindMark && c.Key != want {
+		if c.Kind == KindMark {
+			if c.Key != g.keyOf(c) {
+				return r, coordinator.Invalid("gc", "candidate %q is not a retention mark of %s (a key %s<revision>)", c.Key, g.keys.Prefix(), g.keys.RetentionMarks())
+			}
+		} else if want := g.keyOf(c); c.Key != want {
 			return r, coordinator.Invalid("gc", "candidate %q is not the %s key of %q/%q/%q (%q)", c.Key, c.Kind, c.Tenant, c.Task, c.Operation, want)
 		}
 		if c.Kind == KindOp && c.MinStateVersion < 1 {
@@ -362,9 +366,23 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 	return r, nil
 }
 
-// keyOf is the key a candidate's tenant, task and operation name.
+// keyOf is the key a candidate's tenant, task and operation name; for a
+// mark, the mark key of the revision its key names under this keyspace's
+// marks prefix ("" if it names none): a mark is only ever a key that Mark
+// writes, never another key of the keyspace (an owner key) nor one of a
+// sibling keyspace.
 func (g *Collector) keyOf(c Candidate) string {
 	switch c.Kind {
+	case KindMark:
+		rest, ok := strings.CutPrefix(c.Key, g.keys.RetentionMarks())
+		if !ok {
+			return ""
+		}
+		rev, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || rev <= 0 {
+			return ""
+		}
+		return g.keys.RetentionMark(rev)
 	case KindOp:
 		return g.keys.Op(c.Tenant, c.Task, c.Operation)
 	case KindFence:

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
@@ -33,5 +35,62 @@ func TestPlanKeyMustMatchItsFields(t *testing.T) {
 	}
 	if own, err := f.c.Owner(lgtest.Ctx(t), "t", "live"); err != nil || own.Epoch != g.Epoch {
 		t.Fatalf("owner after the refused plans: %+v %v", own, err)
+	}
+}
+
+// TestMarkCandidateMustBeAMark: a "mark" candidate is deleted only if its
+// key is a retention mark of this keyspace, as Mark writes it. A live owner
+// key named as a mark (with its real ModRevision, so the guard would hold),
+// the owner key of a sibling keyspace (/gcN0 is not under /gcN), the marks
+// prefix itself, and a key under it that names no revision are invalid
+// input, and nothing is deleted.
+func TestMarkCandidateMustBeAMark(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	f := newFixture(t, cl)
+	k := f.c.Keys()
+	sibling := lgtest.CoordinatorOf(t, f.cli, coordinator.WithPrefix(k.Prefix()+"0"))
+	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "live")
+	sg := lgtest.Claim(t, lgtest.Session(t, sibling, "worker", 30*time.Second), "t", "live")
+	if _, err := f.cli.Put(lgtest.Ctx(t), k.RetentionMarks()+"not-a-revision", "x"); err != nil {
+		t.Fatal(err)
+	}
+	junk, err := f.cli.Get(lgtest.Ctx(t), k.RetentionMarks()+"not-a-revision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lgtest.Snap(t, f.cli, "/")
+	for _, c := range []retention.Candidate{
+		{Kind: retention.KindMark, Key: k.Owner("t", "live"), ModRevision: g.Epoch},
+		{Kind: retention.KindMark, Key: sibling.Keys().Owner("t", "live"), ModRevision: sg.Epoch},
+		{Kind: retention.KindMark, Key: k.RetentionMarks(), ModRevision: g.Epoch},
+		{Kind: retention.KindMark, Key: k.RetentionMarks() + "not-a-revision", ModRevision: junk.Kvs[0].ModRevision},
+	} {
+		_, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{c}})
+		lgtest.Want(t, err, coordinator.InvalidInput)
+	}
+	if d := before.Diff(lgtest.Snap(t, f.cli, "/")); d != "" {
+		t.Fatalf("a refused plan wrote:\n%s", d)
+	}
+	for _, x := range []struct {
+		c *coordinator.Coordinator
+		g coordinator.Grant
+	}{{f.c, g}, {sibling, sg}} {
+		if err := x.c.Current(lgtest.Ctx(t), x.g); err != nil {
+			t.Fatalf("grant of %s after the refused plans: %v", x.c.Keys().Prefix(), err)
+		}
+	}
+	// A real mark, as Mark wrote it, is still collected.
+	if err := f.gc.Mark(lgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := f.cli.Get(lgtest.Ctx(t), k.RetentionMarks()+"0", clientv3.WithPrefix())
+	if err != nil || len(marks.Kvs) != 1 {
+		t.Fatalf("marks: %v %v", marks, err)
+	}
+	m := marks.Kvs[0]
+	r, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{{Kind: retention.KindMark, Key: string(m.Key), ModRevision: m.ModRevision}}})
+	if err != nil || len(r.Deleted) != 1 {
+		t.Fatalf("apply of a real mark: %+v %v", r, err)
 	}
 }
