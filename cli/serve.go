@@ -15,8 +15,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -101,7 +101,7 @@ func runServe(c *cli.Context) error {
 		return coordinator.Invalid(op, "%v", err)
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
-	cli3, err := serveEtcdClient(c, plan, lg, gateway.EtcdDialOptions(tp))
+	cli3, err := serveEtcdClient(c, plan, lg, tp)
 	if err != nil {
 		return err
 	}
@@ -227,16 +227,16 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 // serveEtcdClient is the server's etcd client: the embedded cluster's, or
 // one built from the configuration (TLS, user and password file), or from
 // the global flags with --dev --endpoints.
-func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, dial []grpc.DialOption) (*clientv3.Client, error) {
-	if p.embedded != nil {
-		cli3, err := p.embedded.NewClient(dial...)
+func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.TracerProvider) (*clientv3.Client, error) {
+	if p.embedded != nil { // its clients have coordinator.DialOptions already
+		cli3, err := p.embedded.NewClient(gateway.TraceDialOption(tp))
 		if err != nil {
 			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "serve", Detail: "cannot reach the embedded etcd", Err: err}
 		}
 		return cli3, nil
 	}
 	g := globalsOf(c)
-	cfg := clientv3.Config{Endpoints: p.endpoints, DialTimeout: g.dialTimeout, DialOptions: dial, TLS: g.tls,
+	cfg := clientv3.Config{Endpoints: p.endpoints, DialTimeout: g.dialTimeout, DialOptions: gateway.EtcdDialOptions(tp), TLS: g.tls,
 		Username: g.user, Password: g.password, Logger: lg.Named("etcd-client")}
 	if e := p.cfg.Etcd; c.String("config") != "" {
 		cfg.TLS, cfg.Username, cfg.Password = nil, e.User, ""

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
@@ -46,6 +47,8 @@ type world struct {
 	key      []byte
 	// coordOpts are the options of every replica's coordinator.
 	coordOpts []coordinator.Option
+	// etcdDial are dial options of every replica's etcd client.
+	etcdDial []grpc.DialOption
 }
 
 func newWorld(t *testing.T) *world {
@@ -84,6 +87,13 @@ func (w *world) replicaWrapped(wrap func(http.Handler) http.Handler, opts ...gat
 	t := w.t
 	t.Helper()
 	cli := w.cl.Client(t)
+	if w.etcdDial != nil {
+		var err error
+		if cli, err = w.cl.NewClient(w.etcdDial...); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.Close() })
+	}
 	c := lgtest.CoordinatorOf(t, cli, w.coordOpts...)
 	opts = append([]gateway.Option{gateway.WithIdentities(w.ids...), gateway.WithSessionKey(w.key),
 		gateway.WithAdapters(w.provider.Adapters()...),

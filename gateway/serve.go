@@ -64,10 +64,15 @@ func TracerProvider(ctx context.Context, endpoint string, insecure bool) (trace.
 }
 
 // EtcdDialOptions are the dial options of the server's etcd client:
-// coordinator.DialOptions (so a hold and an unknown outcome stay apart),
-// and the caller's trace context carried on every etcd request, each a span
-// of tp.
+// coordinator.DialOptions (so a hold and an unknown outcome stay apart)
+// and TraceDialOption.
 func EtcdDialOptions(tp trace.TracerProvider) []grpc.DialOption {
-	return append(coordinator.DialOptions(), grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{}))))
+	return append(coordinator.DialOptions(), TraceDialOption(tp))
+}
+
+// TraceDialOption carries the caller's trace context on every etcd request
+// of the client, each a span of tp.
+func TraceDialOption(tp trace.TracerProvider) grpc.DialOption {
+	return grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(propagation.TraceContext{})))
 }
