@@ -53,7 +53,7 @@ type Config struct {
 	Paired bool
 
 	Registerer prometheus.Registerer // optional: the coordinator's metrics
-	Progress   func(done, total int) // optional: called after every cell
+	Progress   func(Progress)        // optional: the plan, then one per cell
 	Logger     *zap.Logger           // optional
 	Prefix     string                // default /leasegate-bench-<uuid>; deleted afterwards
 }
@@ -70,6 +70,9 @@ type Report struct {
 	Variants []string `json:"variants"`
 	Results  []Result `json:"results"`
 	Ratios   []Ratio  `json:"ratios"`
+	// Interrupted, when set, is why the run stopped early: Results and
+	// Ratios hold the cells finished until then.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // Machine is where the figures were taken.
@@ -276,7 +279,7 @@ func (w *wireCounter) HandleConn(context.Context, stats.ConnStats)              
 // Run measures every variant at every worker count, in interleaved rounds:
 // each round runs every (workers, variant) cell once, the variants in an
 // order rotated from round to round.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (out *Report, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -288,6 +291,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Etcd: tg.etcd, Fsync: tg.fsync, Rounds: cfg.Rounds, Paired: cfg.Paired, CellMs: cfg.Duration.Milliseconds(),
 		Workers: cfg.Workers, Variants: cfg.Variants,
 		Machine: newMachine()}
+	total, done := cfg.Rounds*len(cfg.Workers)*len(cfg.Variants), 0
+	expected := time.Duration(total) * cfg.Duration
+	report(cfg.Progress, Progress{Total: total, Expected: expected, Line: fmt.Sprintf(
+		"bench: %d rounds × %d worker counts × %d variants, %v per variant: about %v after the set-up",
+		cfg.Rounds, len(cfg.Workers), len(cfg.Variants), cfg.Duration, about(expected))})
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = interrupted(ctx, done, total, "cells")
+			rep.Interrupted = err.Error()
+			out = rep
+		}
+	}()
 
 	opts := []coordinator.Option{coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(cfg.Logger)}
 	if cfg.Registerer != nil {
@@ -335,34 +350,43 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			results[key(v, n)] = &Result{Variant: v, Workers: n}
 		}
 	}
-	total, done := cfg.Rounds*len(cfg.Workers)*len(cfg.Variants), 0
+cells:
 	for round := range cfg.Rounds {
 		for _, n := range cfg.Workers {
+			where := fmt.Sprintf("round %d/%d, %d workers", round+1, cfg.Rounds, n)
 			if cfg.Paired {
-				if err := ctx.Err(); err != nil {
-					return nil, err
+				if ctx.Err() != nil {
+					break cells
 				}
-				for v, o := range pairedCell(ctx, workers[:n], cfg.Variants, cfg.Duration*time.Duration(len(cfg.Variants))) {
+				outs := pairedCell(ctx, workers[:n], cfg.Variants, cfg.Duration*time.Duration(len(cfg.Variants)))
+				if ctx.Err() != nil {
+					break cells // cut short: not a result
+				}
+				var line []string
+				for _, v := range cfg.Variants {
+					o := outs[v]
 					r := results[key(v, n)]
 					r.Ops += len(o.lat)
 					r.Errors += o.errs
 					r.lat = append(r.lat, o.lat...)
 					r.PerRound = append(r.PerRound, float64(len(o.lat))/o.busy.Seconds()*float64(n))
+					line = append(line, fmt.Sprintf("%s %.0f ops/s", v, r.PerRound[len(r.PerRound)-1]))
 				}
 				done += len(cfg.Variants)
-				if cfg.Progress != nil {
-					cfg.Progress(done, total)
-				}
+				report(cfg.Progress, Progress{Done: done, Total: total, Line: where + ", paired: " + strings.Join(line, ", ")})
 				continue
 			}
 			for i := range cfg.Variants {
 				v := cfg.Variants[(i+round)%len(cfg.Variants)]
-				if err := ctx.Err(); err != nil {
-					return nil, err
+				if ctx.Err() != nil {
+					break cells
 				}
 				r := results[key(v, n)]
 				sent, recv := tg.wire.counts()
 				ops, errs, elapsed, lat := cell(ctx, workers[:n], v, cfg.Duration)
+				if ctx.Err() != nil {
+					break cells // cut short: not a result
+				}
 				sent2, recv2 := tg.wire.counts()
 				r.sent, r.recv = r.sent+sent2-sent, r.recv+recv2-recv
 				r.Ops += ops
@@ -370,9 +394,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				r.lat = append(r.lat, lat...)
 				r.PerRound = append(r.PerRound, float64(ops)/elapsed.Seconds())
 				done++
-				if cfg.Progress != nil {
-					cfg.Progress(done, total)
-				}
+				slices.Sort(lat)
+				report(cfg.Progress, Progress{Done: done, Total: total, Line: fmt.Sprintf("%s, %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors",
+					where, v, r.PerRound[len(r.PerRound)-1], ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), errs)})
 			}
 		}
 	}
@@ -384,13 +408,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		for _, d := range ratioDefs {
 			num, den := results[key(d.num, n)], results[key(d.den, n)]
-			if num == nil || den == nil {
-				continue
+			if num == nil || den == nil || len(num.PerRound) == 0 || len(den.PerRound) == 0 {
+				continue // not measured, or not yet when interrupted
 			}
 			rep.Ratios = append(rep.Ratios, ratioOf(d.num+" / "+d.den, n, num.PerRound, den.PerRound, d.target))
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
+	if ctx.Err() != nil {
+		return rep, ctx.Err() // the deferred func names it
+	}
 	return rep, nil
 }
 

@@ -20,7 +20,7 @@ func TestRunSmoke(t *testing.T) {
 	rounds, workers := 2, []int{1, 3}
 	var cells int
 	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: workers,
-		Rounds: rounds, Duration: 20 * time.Millisecond, Progress: func(done, total int) { cells = done }})
+		Rounds: rounds, Duration: 20 * time.Millisecond, Progress: func(p bench.Progress) { cells = p.Done }})
 	if err != nil {
 		t.Fatal(err)
 	}

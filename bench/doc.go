@@ -2,7 +2,10 @@
 // own primitives, in interleaved rounds on the same etcd so that machine
 // drift cancels out of the ratios (Run), and the takeover latency of a
 // waiting contender against a polling one and concurrency.Election
-// (Takeover). `leasegate bench` is its command line.
+// (Takeover), and one session holding many grants (Scale). `leasegate bench`
+// is its command line. Each states its plan and expected length first and
+// reports a Progress per finished step; a run whose context ends early
+// returns what it measured with ErrInterrupted.
 //
 // Variants (each worker on keys of its own, one shared client, reused
 // sessions):

@@ -30,8 +30,8 @@ type ScaleConfig struct {
 	// concurrency.Session per lock) expire together for comparison;
 	// default the largest size; negative skips it.
 	PerLock    int
-	PerLockTTL time.Duration // their TTL; default 60s
-	Progress   func(done, total int)
+	PerLockTTL time.Duration  // their TTL; default 60s
+	Progress   func(Progress) // optional: the plan, then one per step (claims, commits, expiry of each size; per-lock expiry)
 	Logger     *zap.Logger
 	Prefix     string
 }
@@ -45,6 +45,9 @@ type ScaleReport struct {
 	Workers int         `json:"workers"`
 	Sizes   []ScaleSize `json:"sizes"`
 	PerLock *MassExpiry `json:"per_lock,omitempty"`
+	// Interrupted, when set, is why the run stopped early: Sizes hold the
+	// sizes finished until then.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // ScaleSize is one session holding Grants grants.
@@ -110,7 +113,7 @@ func (cfg *ScaleConfig) check() error {
 // rate, commit latency, heap per grant, keepalives, and how fast every
 // owner key goes when the session dies — and, for comparison, as many
 // single-key leases expiring together.
-func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
+func Scale(ctx context.Context, cfg ScaleConfig) (out *ScaleReport, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -126,12 +129,20 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 	if cfg.PerLock > 0 {
 		steps++
 	}
-	step := func() {
+	step := func(line string) {
 		done++
-		if cfg.Progress != nil {
-			cfg.Progress(done, steps)
-		}
+		report(cfg.Progress, Progress{Done: done, Total: steps, Line: line})
 	}
+	report(cfg.Progress, Progress{Total: steps, Expected: cfg.expected(), Line: fmt.Sprintf(
+		"bench scale: sizes %v, then %d per-lock leases: about %v", cfg.Sizes, max(cfg.PerLock, 0), about(cfg.expected()))})
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = interrupted(ctx, done, steps, "steps")
+			rep.Interrupted = err.Error()
+			rep.Machine.LoadEnd = loadAvg()
+			out = rep
+		}
+	}()
 	for i, n := range cfg.Sizes {
 		sz, err := scaleSize(ctx, cfg, tg, fmt.Sprintf("size-%d", i), n, step)
 		if err != nil {
@@ -145,10 +156,25 @@ func Scale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 			return nil, fmt.Errorf("bench scale: %d per-lock leases: %w", cfg.PerLock, err)
 		}
 		rep.PerLock = ex
-		step()
+		step(fmt.Sprintf("%d per-lock leases (set up in %.1f s): keys gone after their TTL p50 %.0f ms, p99 %.0f ms, all %.0f ms",
+			ex.Leases, ex.SetupS, ex.LagP50Ms, ex.LagP99Ms, ex.LagMaxMs))
 	}
 	rep.Machine.LoadEnd = loadAvg()
 	return rep, nil
+}
+
+// expected is about how long Scale takes: claims at a few thousand a
+// second, the commits, each session's TTL running out, and the per-lock
+// leases' set-up, TTL and revocation (etcd revokes 1000 a second).
+func (cfg *ScaleConfig) expected() time.Duration {
+	var d time.Duration
+	for _, n := range cfg.Sizes {
+		d += time.Duration(n)*200*time.Microsecond + time.Duration(cfg.Commits)*time.Millisecond + cfg.TTL + time.Second
+	}
+	if cfg.PerLock > 0 {
+		d += time.Duration(cfg.PerLock)*(500*time.Microsecond+time.Millisecond) + cfg.PerLockTTL
+	}
+	return d
 }
 
 func heap() uint64 {
@@ -159,7 +185,7 @@ func heap() uint64 {
 }
 
 // scaleSize is one session with n grants, from its start to its death.
-func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n int, step func()) (*ScaleSize, error) {
+func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n int, step func(line string)) (*ScaleSize, error) {
 	// The session on a client of its own, so that closing the client
 	// kills it: no keepalive, no revoke.
 	cli, err := tg.dial()
@@ -191,7 +217,7 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 	}
 	sz.ClaimsPerSec = round3(float64(n) / time.Since(start).Seconds())
 	sz.HeapPerGrantB = round3(float64(int64(heap())-int64(before)) / float64(n))
-	step()
+	step(fmt.Sprintf("%d grants: claimed at %.0f/s, heap %.0f B/grant", n, sz.ClaimsPerSec, sz.HeapPerGrantB))
 
 	lat := make([]time.Duration, 0, cfg.Commits)
 	for i := range cfg.Commits {
@@ -210,7 +236,7 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 	sz.CommitP50Ms, sz.CommitP99Ms = ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99))
 	sz.Keepalives = counter(reg, "leasegate_requests_total", "operation", "keepalive")
 	sz.HeldSeconds = round3(time.Since(start).Seconds())
-	step()
+	step(fmt.Sprintf("%d grants: commit p50 %.2f ms, p99 %.2f ms", n, sz.CommitP50Ms, sz.CommitP99Ms))
 
 	// The session dies: its client closes, the lease runs out, etcd deletes
 	// every owner key on it.
@@ -228,7 +254,8 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 	}
 	sz.Expiry = lagOf(deleted, func(string) time.Time { return expires })
 	sz.Expiry.Leases = 1
-	step()
+	step(fmt.Sprintf("%d grants: owner keys gone after the session's expiry p50 %.0f ms, p99 %.0f ms, all %.0f ms",
+		n, sz.Expiry.LagP50Ms, sz.Expiry.LagP99Ms, sz.Expiry.LagMaxMs))
 	return sz, nil
 }
 

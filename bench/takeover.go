@@ -40,23 +40,33 @@ const (
 	Poll = "poll"
 	// Campaign: etcd's concurrency.Election.Campaign.
 	Campaign = "election"
+	// AcquireFromBusy is Acquire as it was before issue 18, for the
+	// diagnosis only (not run by default): on busy it watches the owner key
+	// from the revision the busy answer saw + 1. Such a watch is served
+	// from etcd's unsynced set — caught up every 100 ms — whenever etcd's
+	// revision moved past that start before the watch was registered; each
+	// trial records whether it did (the watch's "created" answer carries
+	// etcd's revision after registering).
+	AcquireFromBusy = "acquire-from-busy"
 )
 
 // Causes and Contenders list every cause and contender.
 var (
 	Causes     = []string{Revoke, Expiry}
 	Contenders = []string{Acquire, Poll, Campaign}
+	// AllContenders adds the diagnostic one.
+	AllContenders = []string{Acquire, Poll, Campaign, AcquireFromBusy}
 )
 
 // TakeoverConfig says what Takeover measures.
 type TakeoverConfig struct {
 	Etcd
-	Trials       int           // per cause and contender; default 20
-	TTL          time.Duration // the holder's lease TTL; default 2s
-	PollInterval time.Duration // the polling contender's period; default 2s (client-go's RetryPeriod)
-	Causes       []string      // default Causes
-	Contenders   []string      // default Contenders
-	Progress     func(done, total int)
+	Trials       int            // per cause and contender; default 20
+	TTL          time.Duration  // the holder's lease TTL; default 2s
+	PollInterval time.Duration  // the polling contender's period; default 2s (client-go's RetryPeriod)
+	Causes       []string       // default Causes
+	Contenders   []string       // default Contenders
+	Progress     func(Progress) // optional: the plan, then one per trial (a Line per interleaved round)
 	Logger       *zap.Logger
 	Prefix       string
 }
@@ -69,6 +79,9 @@ type TakeoverReport struct {
 	TTLMs   int64            `json:"ttl_ms"`
 	PollMs  int64            `json:"poll_ms"`
 	Results []TakeoverResult `json:"results"`
+	// Interrupted, when set, is why the run stopped early: Results hold
+	// the trials finished until then.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // TakeoverResult is one cause and contender over every trial: the time
@@ -81,8 +94,15 @@ type TakeoverResult struct {
 	Failures     int     `json:"failures"`
 	FromDeletion Latency `json:"from_deletion"`
 	FromDeath    Latency `json:"from_death"`
-	fromDel      []time.Duration
-	fromDeath    []time.Duration
+	// For acquire-from-busy only: how many trials' watch started at a
+	// revision etcd had already passed (unsynced), and the time from
+	// deletion in those trials and in the others.
+	WatchStartedPast *int     `json:"watch_started_past,omitempty"`
+	FromDeletionPast *Latency `json:"from_deletion_watch_past,omitempty"`
+	FromDeletionNow  *Latency `json:"from_deletion_watch_current,omitempty"`
+	fromDel          []time.Duration
+	fromDeath        []time.Duration
+	past, now        []time.Duration
 }
 
 // Latency summarizes trials' latencies.
@@ -124,8 +144,8 @@ func (cfg *TakeoverConfig) check() error {
 		}
 	}
 	for _, c := range cfg.Contenders {
-		if !slices.Contains(Contenders, c) {
-			return bad("unknown contender %q; the contenders are %s", c, strings.Join(Contenders, ", "))
+		if !slices.Contains(AllContenders, c) {
+			return bad("unknown contender %q; the contenders are %s", c, strings.Join(AllContenders, ", "))
 		}
 	}
 	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
@@ -173,39 +193,90 @@ func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) 
 		}
 	}
 	total, done := cfg.Trials*len(cfg.Causes)*len(cfg.Contenders), 0
+	report(cfg.Progress, Progress{Total: total, Expected: cfg.expected(), Line: fmt.Sprintf(
+		"bench takeover: %d trials (%d per cause and contender: %s × %s), about %v",
+		total, cfg.Trials, strings.Join(cfg.Causes, ","), strings.Join(cfg.Contenders, ","), about(cfg.expected()))})
+trials:
 	for i := range cfg.Trials {
+		var line []string
 		for _, cause := range cfg.Causes {
 			for j := range cfg.Contenders {
 				who := cfg.Contenders[(i+j)%len(cfg.Contenders)]
-				if err := ctx.Err(); err != nil {
-					return nil, err
+				if ctx.Err() != nil {
+					break trials
+				}
+				fromDel, fromDeath, err := tk.trial(ctx, fmt.Sprintf("%s-%s-%d", cause, who, i), cause, who)
+				if ctx.Err() != nil {
+					break trials // cut short: not a result
 				}
 				r := results[cause+"/"+who]
 				r.Trials++
-				fromDel, fromDeath, err := tk.trial(ctx, fmt.Sprintf("%s-%s-%d", cause, who, i), cause, who)
 				if err != nil {
 					r.Failures++
 					cfg.Logger.Warn("takeover trial failed", zap.String("operation", cause+"/"+who), zap.Error(err))
+					line = append(line, fmt.Sprintf("%s/%s failed", cause, who))
 				} else {
 					r.fromDel = append(r.fromDel, fromDel)
 					r.fromDeath = append(r.fromDeath, fromDeath)
+					note := ""
+					if who == AcquireFromBusy {
+						note = " (watch from a current revision)"
+						if tk.past {
+							r.past, note = append(r.past, fromDel), " (watch from a past revision)"
+						} else {
+							r.now = append(r.now, fromDel)
+						}
+					}
+					line = append(line, fmt.Sprintf("%s/%s %.1f ms%s", cause, who, ms(fromDel), note))
 				}
 				done++
-				if cfg.Progress != nil {
-					cfg.Progress(done, total)
-				}
+				report(cfg.Progress, Progress{Done: done, Total: total})
 			}
 		}
+		report(cfg.Progress, Progress{Done: done, Total: total, Line: fmt.Sprintf("trial %d/%d, from deletion: %s",
+			i+1, cfg.Trials, strings.Join(line, ", "))})
 	}
 	for _, cause := range cfg.Causes {
 		for _, who := range cfg.Contenders {
 			r := results[cause+"/"+who]
 			r.FromDeletion, r.FromDeath = latencyOf(r.fromDel), latencyOf(r.fromDeath)
+			if who == AcquireFromBusy {
+				n, past, now := len(r.past), latencyOf(r.past), latencyOf(r.now)
+				r.WatchStartedPast, r.FromDeletionPast, r.FromDeletionNow = &n, &past, &now
+			}
 			rep.Results = append(rep.Results, *r)
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
+	if ctx.Err() != nil {
+		err := interrupted(ctx, done, total, "trials")
+		rep.Interrupted = err.Error()
+		return rep, err
+	}
 	return rep, nil
+}
+
+// expected is about how long the trials take: each sets a holder up and
+// waits for the contender; expiry waits for the TTL and etcd's lessor
+// (every 500 ms), a poller half its interval, the Election etcd's watch
+// resync (every 100 ms).
+func (cfg *TakeoverConfig) expected() time.Duration {
+	var per time.Duration
+	for _, cause := range cfg.Causes {
+		for _, who := range cfg.Contenders {
+			per += 50 * time.Millisecond
+			if cause == Expiry {
+				per += cfg.TTL + 250*time.Millisecond
+			}
+			switch who {
+			case Poll:
+				per += cfg.PollInterval / 2
+			case Campaign, AcquireFromBusy:
+				per += 50 * time.Millisecond
+			}
+		}
+	}
+	return time.Duration(cfg.Trials) * per
 }
 
 func latencyOf(ds []time.Duration) Latency {
@@ -223,6 +294,7 @@ type takeover struct {
 	s       *coordinator.Session
 	cs      *concurrency.Session
 	waiting chan struct{}
+	past    bool // acquire-from-busy: the last trial's watch started at a past revision
 }
 
 // holder is the dying side of one trial.
@@ -403,6 +475,8 @@ func (tk *takeover) contend(ctx context.Context, task, who string, ready chan st
 			return err
 		}
 		return tk.firstWrite(ctx, g)
+	case AcquireFromBusy:
+		return tk.acquireFromBusy(ctx, task, ready)
 	default: // Poll
 		for first := true; ; first = false {
 			g, err := tk.s.Claim(ctx, tenant, task)
@@ -420,6 +494,48 @@ func (tk *takeover) contend(ctx context.Context, task, who string, ready chan st
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+	}
+}
+
+// acquireFromBusy is Acquire before issue 18: on busy, watch the owner key
+// for its deletion from the revision etcd had when it said busy, + 1 (here
+// the revision of a read just after the busy claim), then claim again.
+// ready closes where Acquire logged its wait: before the watch.
+func (tk *takeover) acquireFromBusy(ctx context.Context, task string, ready chan struct{}) error {
+	owner := tk.c.Keys().Owner(tenant, task)
+	for first := true; ; first = false {
+		g, err := tk.s.Claim(ctx, tenant, task)
+		if err == nil {
+			return tk.firstWrite(ctx, g)
+		}
+		if coordinator.DispositionOf(err) != coordinator.Busy {
+			return err
+		}
+		resp, err := tk.tg.client.Get(ctx, owner, clientv3.WithCountOnly())
+		if err != nil {
+			return err
+		}
+		if first {
+			close(ready)
+		}
+		start := resp.Header.Revision + 1
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := tk.tg.client.Watch(wctx, owner, clientv3.WithRev(start), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+		for wr := range wch {
+			if wr.Created {
+				// etcd read this revision after registering the watch: at
+				// or past the start, the watch was registered unsynced
+				// (or a write came just after it: rare, and counted past).
+				tk.past = wr.Header.Revision >= start
+			}
+			if wr.Err() != nil || len(wr.Events) > 0 {
+				break
+			}
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
 }

@@ -51,7 +51,8 @@ actor, right now, the current owner of this task? Exit codes: 0 done, 1 refused,
 2 invalid input, 3 authority unavailable (hold), 4 outcome unknown (retry the same
 request), 5 ownership lost under 'run', 6 permission denied or unauthenticated (fix the
 prefix, role or credentials; retrying will not help), 7 no leasegate keyspace
-at --prefix (reads never create one).
+at --prefix (reads never create one), 130 bench interrupted (what it measured
+until then is printed).
 
 Example:
    leasegate etcd --data-dir /tmp/lg.etcd &

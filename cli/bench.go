@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -30,7 +31,10 @@ the ratios (each taken round by round; the minimum is what a target is checked
 against). Without --endpoints it starts an embedded etcd with fsync on in a
 temporary directory (--unsafe-no-fsync turns fsync off). With --endpoints it
 writes under a fresh prefix of the cluster and deletes it afterwards.
-A progress bar goes to stderr when stderr is a terminal.`,
+It states the plan and its expected length on stderr first, then draws a progress
+bar there when stderr is a terminal, else prints a line per finished cell.
+Interrupted (Ctrl-C, SIGTERM), it prints what it measured until then, says on
+stderr that it was interrupted, and exits 130.`,
 			"leasegate bench",
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
@@ -103,10 +107,30 @@ func benchRun(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(c.Context, cfg)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	return g.out.result(benchOutput{Disposition: ok, Report: rep}, benchTable(rep))
+	if perr := g.out.result(benchOutput{Disposition: ok, Report: rep}, benchTable(rep)); perr != nil {
+		return perr
+	}
+	return interruptedOrNot(err)
+}
+
+// interrupted is a bench run stopped by a signal (or its context) after it
+// printed what it had measured: ExitInterrupted, and its line on stderr.
+type interrupted struct{ err error }
+
+func (e *interrupted) Error() string {
+	return e.err.Error() + "; the figures printed are what was measured until then"
+}
+func (e *interrupted) Unwrap() error { return e.err }
+
+// interruptedOrNot is err as interrupted if the run was, else err.
+func interruptedOrNot(err error) error {
+	if errors.Is(err, bench.ErrInterrupted) {
+		return &interrupted{err}
+	}
+	return err
 }
 
 // benchEtcd is the etcd a bench command measures: the cluster at
@@ -143,20 +167,29 @@ func etcdFlags() []cli.Flag {
 	}
 }
 
-// progress is a progress callback drawing a bar on stderr when stderr is
-// a terminal, else nil.
-func progress(c *cli.Context) func(done, total int) {
+// progress reports a bench run's progress on stderr: the plan and its
+// expected length first, then a bar when stderr is a terminal, else each
+// finished cell's line.
+func progress(c *cli.Context) func(bench.Progress) {
 	w := c.App.ErrWriter
 	f, isFile := w.(*os.File)
 	if !isFile || !term.IsTerminal(int(f.Fd())) {
-		return nil
+		return func(p bench.Progress) {
+			if p.Line != "" {
+				fmt.Fprintf(w, "%s  [%d/%d]\n", p.Line, p.Done, p.Total)
+			}
+		}
 	}
-	bar := progressbar.NewOptions(1, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(c.Command.FullName()),
-		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-	return func(done, total int) {
-		bar.ChangeMax(total)
-		_ = bar.Set(done)
-		if done == total {
+	var bar *progressbar.ProgressBar
+	return func(p bench.Progress) {
+		if bar == nil {
+			fmt.Fprintln(w, p.Line)
+			bar = progressbar.NewOptions(max(p.Total, 1), progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(c.Command.FullName()),
+				progressbar.OptionShowCount(), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionClearOnFinish())
+			return
+		}
+		_ = bar.Set(p.Done)
+		if p.Done == p.Total {
 			_ = bar.Finish()
 		}
 	}
@@ -185,6 +218,14 @@ func benchTable(r *bench.Report) table {
 	}
 	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, %s, load %s → %s; %d rounds of %d ms per variant, %s",
 		r.Etcd, r.Fsync, r.Machine.CPUs, r.Machine.Go, r.Machine.LoadStart, r.Machine.LoadEnd, r.Rounds, r.CellMs, mode)})
+	return withInterrupted(t, r.Interrupted)
+}
+
+// withInterrupted ends a partial report's table with why it is partial.
+func withInterrupted(t table, why string) table {
+	if why != "" {
+		t.rows = append(t.rows, []string{"INTERRUPTED: " + why + "; the figures above are what was measured until then"})
+	}
 	return t
 }
 
@@ -200,15 +241,23 @@ watches the owner key), poll (claims every --poll-interval, as client-go's
 leader election retries every RetryPeriod) and election (etcd's
 concurrency.Election.Campaign, then a write guarded by its leader key). Prints
 p50/p99/max from the owner key's deletion (for revoke: from the revoke's send,
-an upper bound) and from the holder's death to the committed write.`,
+an upper bound) and from the holder's death to the committed write. The
+diagnostic contender acquire-from-busy (not run by default) is Acquire before
+issue 18 — a watch from the busy answer's revision + 1 — and reports how many
+trials' watch started at a revision etcd had already passed (served from etcd's
+unsynced set, caught up every 100 ms) and the latency of those and of the
+others. The plan and its expected length go to stderr first, then a bar (on a
+terminal) or a line per interleaved round of trials; interrupted, it prints
+the trials finished and exits 130.`,
 			"leasegate bench takeover",
-			"leasegate bench takeover --trials 50 --causes revoke --contenders acquire,election -o json"),
+			"leasegate bench takeover --trials 100 --causes revoke --contenders acquire,election,poll -o json",
+			"leasegate bench takeover --trials 100 --causes revoke --contenders acquire-from-busy   # the 100 ms mode, diagnosed"),
 		Flags: append(etcdFlags(),
 			&cli.IntFlag{Name: "trials", Usage: "trials per cause and contender", Value: 20},
 			&cli.DurationFlag{Name: "ttl", Usage: "the holder's lease TTL (whole seconds)", Value: 2 * time.Second},
 			&cli.DurationFlag{Name: "poll-interval", Usage: "the polling contender's period", Value: 2 * time.Second},
 			&cli.StringFlag{Name: "causes", Usage: "how the holder dies, comma-separated: " + strings.Join(bench.Causes, ",") + " (default all)"},
-			&cli.StringFlag{Name: "contenders", Usage: "contenders, comma-separated: " + strings.Join(bench.Contenders, ",") + " (default all)"},
+			&cli.StringFlag{Name: "contenders", Usage: "contenders, comma-separated: " + strings.Join(bench.AllContenders, ",") + " (default " + strings.Join(bench.Contenders, ",") + ")"},
 		),
 		Action: benchTakeover,
 	}
@@ -238,18 +287,30 @@ func benchTakeover(c *cli.Context) error {
 	cfg.Etcd = etcd
 	cfg.Progress = progress(c)
 	rep, err := bench.Takeover(c.Context, cfg)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	t := table{header: []string{"CAUSE", "CONTENDER", "TRIALS", "FAILURES", "DEL-P50-MS", "DEL-P99-MS", "DEATH-P50-MS", "DEATH-P99-MS", "DEATH-MAX-MS"}}
+	t := table{header: []string{"CAUSE", "CONTENDER", "TRIALS", "FAILURES", "DEL-P50-MS", "DEL-P99-MS", "DEL-MAX-MS", "DEATH-P50-MS", "DEATH-P99-MS", "DEATH-MAX-MS"}}
+	var diag []string
 	for _, r := range rep.Results {
 		t.rows = append(t.rows, []string{r.Cause, r.Contender, strconv.Itoa(r.Trials), strconv.Itoa(r.Failures),
-			fmt.Sprintf("%.1f", r.FromDeletion.P50Ms), fmt.Sprintf("%.1f", r.FromDeletion.P99Ms),
+			fmt.Sprintf("%.1f", r.FromDeletion.P50Ms), fmt.Sprintf("%.1f", r.FromDeletion.P99Ms), fmt.Sprintf("%.1f", r.FromDeletion.MaxMs),
 			fmt.Sprintf("%.1f", r.FromDeath.P50Ms), fmt.Sprintf("%.1f", r.FromDeath.P99Ms), fmt.Sprintf("%.1f", r.FromDeath.MaxMs)})
+		if r.WatchStartedPast != nil {
+			diag = append(diag, fmt.Sprintf("%s/%s: %d of %d trials' watch started at a past revision: from deletion p50 %.1f / p99 %.1f ms; the others p50 %.1f / p99 %.1f ms",
+				r.Cause, r.Contender, *r.WatchStartedPast, r.Trials-r.Failures, r.FromDeletionPast.P50Ms, r.FromDeletionPast.P99Ms,
+				r.FromDeletionNow.P50Ms, r.FromDeletionNow.P99Ms))
+		}
 	}
 	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, holder TTL %d ms, poll every %d ms, load %s → %s",
 		rep.Etcd, rep.Fsync, rep.Machine.CPUs, rep.TTLMs, rep.PollMs, rep.Machine.LoadStart, rep.Machine.LoadEnd)})
-	return globalsOf(c).out.result(takeoverOutput{Disposition: ok, TakeoverReport: rep}, t)
+	for _, d := range diag {
+		t.rows = append(t.rows, []string{d})
+	}
+	if perr := globalsOf(c).out.result(takeoverOutput{Disposition: ok, TakeoverReport: rep}, withInterrupted(t, rep.Interrupted)); perr != nil {
+		return perr
+	}
+	return interruptedOrNot(err)
 }
 
 // commaList splits a comma-separated flag value; "" is nil (the default).
@@ -324,7 +385,7 @@ func benchScale(c *cli.Context) error {
 	cfg.Etcd = etcd
 	cfg.Progress = progress(c)
 	rep, err := bench.Scale(c.Context, cfg)
-	if err != nil {
+	if rep == nil {
 		return err
 	}
 	t := table{header: []string{"GRANTS", "CLAIMS/S", "COMMIT-P50-MS", "COMMIT-P99-MS", "HEAP-B/GRANT", "LEASES", "KEEPALIVES", "HELD-S",
@@ -342,5 +403,8 @@ func benchScale(c *cli.Context) error {
 	}
 	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, session TTL %d ms, %d workers, load %s → %s",
 		rep.Etcd, rep.Fsync, rep.Machine.CPUs, rep.TTLMs, rep.Workers, rep.Machine.LoadStart, rep.Machine.LoadEnd)})
-	return globalsOf(c).out.result(scaleOutput{Disposition: ok, ScaleReport: rep}, t)
+	if perr := globalsOf(c).out.result(scaleOutput{Disposition: ok, ScaleReport: rep}, withInterrupted(t, rep.Interrupted)); perr != nil {
+		return perr
+	}
+	return interruptedOrNot(err)
 }

@@ -18,7 +18,7 @@ func TestBench(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
 		r := execApp(t, call{}, "-o", "json", "bench", "--unsafe-no-fsync", "--workers", "1,2", "--rounds", "1",
 			"--duration", "20ms", "--variants", "commit,bare-commit,claim-release")
-		obj := want(t, r, cli.ExitDone, "ok")
+		obj := wantBench(t, r)
 		if obj["etcd"] != "embedded" || obj["fsync"] != "off" {
 			t.Fatalf("report %v", obj)
 		}
@@ -39,7 +39,7 @@ func TestBench(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		e := newEnv(t)
 		r := e.lg(t, "bench", "--workers", "2", "--rounds", "1", "--duration", "20ms")
-		obj := want(t, r, cli.ExitDone, "ok")
+		obj := wantBench(t, r)
 		if obj["fsync"] != "cluster's own" || !strings.Contains(obj["etcd"].(string), e.endpoints[0]) {
 			t.Fatalf("report %v", obj)
 		}
@@ -51,7 +51,7 @@ func TestBench(t *testing.T) {
 	t.Run("takeover", func(t *testing.T) {
 		r := execApp(t, call{}, "-o", "json", "bench", "takeover", "--unsafe-no-fsync", "--trials", "1", "--causes", "revoke",
 			"--contenders", "acquire,election")
-		obj := want(t, r, cli.ExitDone, "ok")
+		obj := wantBench(t, r)
 		if results, _ := obj["results"].([]any); len(results) != 2 {
 			t.Fatalf("results %v", obj)
 		}
@@ -59,7 +59,7 @@ func TestBench(t *testing.T) {
 	t.Run("scale", func(t *testing.T) {
 		r := execApp(t, call{}, "-o", "json", "bench", "scale", "--unsafe-no-fsync", "--sizes", "10", "--commits", "2",
 			"--ttl", "1s", "--per-lock", "-1")
-		obj := want(t, r, cli.ExitDone, "ok")
+		obj := wantBench(t, r)
 		if sizes, _ := obj["sizes"].([]any); len(sizes) != 1 || obj["per_lock"] != nil {
 			t.Fatalf("report %v", obj)
 		}

@@ -23,6 +23,9 @@ const (
 	ExitOwnershipLost  = 5 // run: ownership was lost and the child was stopped
 	ExitDenied         = 6 // permission_denied, unauthenticated: etcd's auth refused; nothing written
 	ExitNotFound       = 7 // no_keyspace: nothing at this prefix to read; nothing written
+	// ExitInterrupted: bench stopped by a signal after printing what it had
+	// measured (128 + SIGINT, as a shell reports an interrupted command).
+	ExitInterrupted = 130
 )
 
 // ExitCode maps an error returned by the app to the process's exit status.
@@ -42,6 +45,10 @@ func ExitCode(err error) int {
 	var failed *drillFailed
 	if errors.As(err, &failed) {
 		return ExitRefused
+	}
+	var intr *interrupted
+	if errors.As(err, &intr) {
+		return ExitInterrupted
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
@@ -190,6 +197,11 @@ func report(c *cli.Context, err error) {
 	var failed *drillFailed
 	if errors.As(err, &failed) { // the report (JSON or table) is already printed
 		fmt.Fprintln(c.App.ErrWriter, failed.Error())
+		return
+	}
+	var intr *interrupted
+	if errors.As(err, &intr) { // bench: what was measured is already printed
+		fmt.Fprintln(c.App.ErrWriter, intr.Error())
 		return
 	}
 	out := errorOutputOf(err)
