@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -94,6 +95,9 @@ type TakeoverResult struct {
 	Failures     int     `json:"failures"`
 	FromDeletion Latency `json:"from_deletion"`
 	FromDeath    Latency `json:"from_death"`
+	// For expiry only: from the end of the holder's lease's TTL (its last
+	// renewal + TTL, as the holder's client saw it) to the write.
+	FromTTLEnd *Latency `json:"from_ttl_end,omitempty"`
 	// For acquire-from-busy only: how many trials' watch started at a
 	// revision etcd had already passed (unsynced), and the time from
 	// deletion in those trials and in the others.
@@ -102,6 +106,7 @@ type TakeoverResult struct {
 	FromDeletionNow  *Latency `json:"from_deletion_watch_current,omitempty"`
 	fromDel          []time.Duration
 	fromDeath        []time.Duration
+	fromTTLEnd       []time.Duration
 	past, now        []time.Duration
 }
 
@@ -205,7 +210,7 @@ trials:
 				if ctx.Err() != nil {
 					break trials
 				}
-				fromDel, fromDeath, err := tk.trial(ctx, fmt.Sprintf("%s-%s-%d", cause, who, i), cause, who)
+				fromDel, fromDeath, fromTTLEnd, err := tk.trial(ctx, fmt.Sprintf("%s-%s-%d", cause, who, i), cause, who)
 				if ctx.Err() != nil {
 					break trials // cut short: not a result
 				}
@@ -219,6 +224,10 @@ trials:
 					r.fromDel = append(r.fromDel, fromDel)
 					r.fromDeath = append(r.fromDeath, fromDeath)
 					note := ""
+					if cause == Expiry {
+						r.fromTTLEnd = append(r.fromTTLEnd, fromTTLEnd)
+						note = fmt.Sprintf(" (%.1f ms from the TTL's end)", ms(fromTTLEnd))
+					}
 					if who == AcquireFromBusy {
 						note = " (watch from a current revision)"
 						if tk.past {
@@ -240,6 +249,10 @@ trials:
 		for _, who := range cfg.Contenders {
 			r := results[cause+"/"+who]
 			r.FromDeletion, r.FromDeath = latencyOf(r.fromDel), latencyOf(r.fromDeath)
+			if cause == Expiry {
+				l := latencyOf(r.fromTTLEnd)
+				r.FromTTLEnd = &l
+			}
 			if who == AcquireFromBusy {
 				n, past, now := len(r.past), latencyOf(r.past), latencyOf(r.now)
 				r.WatchStartedPast, r.FromDeletionPast, r.FromDeletionNow = &n, &past, &now
@@ -258,8 +271,9 @@ trials:
 
 // expected is about how long the trials take: each sets a holder up and
 // waits for the contender; expiry waits for the TTL and etcd's lessor
-// (every 500 ms), a poller half its interval, the Election etcd's watch
-// resync (every 100 ms).
+// (every 500 ms), a poller about its interval (the holder dies at a random
+// moment of the poller's cycle, then the next poll comes), the Election
+// etcd's watch resync (every 100 ms).
 func (cfg *TakeoverConfig) expected() time.Duration {
 	var per time.Duration
 	for _, cause := range cfg.Causes {
@@ -269,8 +283,8 @@ func (cfg *TakeoverConfig) expected() time.Duration {
 				per += cfg.TTL + 250*time.Millisecond
 			}
 			switch who {
-			case Poll:
-				per += cfg.PollInterval / 2
+			case Poll: // dies at a random moment of the cycle, then half a cycle more
+				per += cfg.PollInterval
 			case Campaign, AcquireFromBusy:
 				per += 50 * time.Millisecond
 			}
@@ -302,24 +316,25 @@ type holder struct {
 	client  *clientv3.Client // its own for Expiry (closed to kill it), the shared one for Revoke
 	lease   clientv3.LeaseID
 	key     string // the key whose deletion hands over: owner key, or election key
+	ttlEnd  func() time.Time
 	cleanup func()
 }
 
 // trial runs one takeover of task: a holder, a contender waiting (or
 // polling), the holder's death, the contender's first protected write.
-func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel, fromDeath time.Duration, err error) {
+func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel, fromDeath, fromTTLEnd time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*tk.cfg.TTL+2*tk.cfg.PollInterval+30*time.Second)
 	defer cancel()
 	h, err := tk.newHolder(ctx, task, cause, who)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer h.cleanup()
 
 	// The watcher that times the deletion, from the current revision.
 	wresp, err := tk.tg.client.Get(ctx, h.key)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
@@ -348,7 +363,7 @@ func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel
 	select {
 	case <-ready:
 	case r := <-out:
-		return 0, 0, fmt.Errorf("contender returned before the holder died: %v", r.err)
+		return 0, 0, 0, fmt.Errorf("contender returned before the holder died: %v", r.err)
 	}
 	if who == Poll {
 		// The holder dies at a random moment of the poller's cycle, not
@@ -356,7 +371,7 @@ func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel
 		select {
 		case <-time.After(rand.N(tk.cfg.PollInterval)):
 		case <-ctx.Done():
-			return 0, 0, ctx.Err()
+			return 0, 0, 0, ctx.Err()
 		}
 	}
 
@@ -364,25 +379,30 @@ func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel
 	switch cause {
 	case Revoke:
 		if _, err := tk.tg.client.Revoke(ctx, h.lease); err != nil {
-			return 0, 0, fmt.Errorf("revoke: %w", err)
+			return 0, 0, 0, fmt.Errorf("revoke: %w", err)
 		}
 	case Expiry:
 		_ = h.client.Close()
 	}
+	var ttlEnd time.Time
+	if cause == Expiry {
+		ttlEnd = h.ttlEnd() // no renewal comes after the close
+	}
 	r := <-out
 	if r.err != nil {
-		return 0, 0, r.err
+		return 0, 0, 0, r.err
 	}
 	var delAt time.Time
 	select {
 	case delAt = <-deleted:
 	case <-ctx.Done():
-		return 0, 0, fmt.Errorf("the deletion was never seen: %w", ctx.Err())
+		return 0, 0, 0, fmt.Errorf("the deletion was never seen: %w", ctx.Err())
 	}
 	if cause == Revoke {
 		delAt = died // the revoke's send time: the deletion came later
+		return r.at.Sub(delAt), r.at.Sub(died), 0, nil
 	}
-	return r.at.Sub(delAt), r.at.Sub(died), nil
+	return r.at.Sub(delAt), r.at.Sub(died), r.at.Sub(ttlEnd), nil
 }
 
 // newHolder makes the task held: by a leasegate session for the Acquire
@@ -399,6 +419,10 @@ func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*ho
 	}
 	ttl := int(tk.cfg.TTL / time.Second)
 	if who == Campaign {
+		rn := &renewals{Lease: cli.Lease, ttl: tk.cfg.TTL}
+		if cause == Expiry {
+			cli.Lease = rn // the holder's own client
+		}
 		hs, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl), concurrency.WithContext(context.WithoutCancel(ctx)))
 		if err != nil {
 			closeCli()
@@ -410,7 +434,7 @@ func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*ho
 			closeCli()
 			return nil, err
 		}
-		return &holder{client: cli, lease: hs.Lease(), key: string(e.Key()), cleanup: func() {
+		return &holder{client: cli, lease: hs.Lease(), key: string(e.Key()), ttlEnd: rn.ttlEnd, cleanup: func() {
 			hs.Orphan()
 			closeCli()
 		}}, nil
@@ -420,7 +444,8 @@ func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*ho
 		closeCli()
 		return nil, err
 	}
-	hs, err := hc.NewSession(ctx, "holder", tk.cfg.TTL)
+	const margin = 100 * time.Millisecond // its Deadline is the last renewal's send + TTL - margin
+	hs, err := hc.NewSession(ctx, "holder", tk.cfg.TTL, coordinator.WithMargin(margin))
 	if err != nil {
 		closeCli()
 		return nil, err
@@ -430,10 +455,61 @@ func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*ho
 		closeCli()
 		return nil, err
 	}
-	return &holder{client: cli, lease: clientv3.LeaseID(hs.Lease()), key: tk.c.Keys().Owner(tenant, task), cleanup: func() {
+	ttlEnd := func() time.Time { return hs.Deadline().Add(margin) }
+	return &holder{client: cli, lease: clientv3.LeaseID(hs.Lease()), key: tk.c.Keys().Owner(tenant, task), ttlEnd: ttlEnd, cleanup: func() {
 		closeCli()
 		closeSession(ctx, hs) // after the client is closed, only stops the keepalive
 	}}, nil
+}
+
+// renewals is an Election holder's lease client that records when its
+// lease was last renewed: the answer's arrival, the latest the renewal can
+// have applied, so that its + TTL is the latest the TTL can end.
+type renewals struct {
+	clientv3.Lease
+	ttl  time.Duration
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (r *renewals) renewed() {
+	r.mu.Lock()
+	r.last = time.Now()
+	r.mu.Unlock()
+}
+
+func (r *renewals) ttlEnd() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last.Add(r.ttl)
+}
+
+func (r *renewals) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	resp, err := r.Lease.Grant(ctx, ttl)
+	if err == nil {
+		r.renewed()
+	}
+	return resp, err
+}
+
+func (r *renewals) KeepAlive(ctx context.Context, id clientv3.LeaseID) (<-chan *clientv3.LeaseKeepAliveResponse, error) {
+	ch, err := r.Lease.KeepAlive(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *clientv3.LeaseKeepAliveResponse)
+	go func() {
+		defer close(out)
+		for resp := range ch {
+			r.renewed()
+			select {
+			case out <- resp:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 func (tk *takeover) electionPrefix(task string) string {

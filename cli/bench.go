@@ -296,6 +296,9 @@ func benchTakeover(c *cli.Context) error {
 		t.rows = append(t.rows, []string{r.Cause, r.Contender, strconv.Itoa(r.Trials), strconv.Itoa(r.Failures),
 			fmt.Sprintf("%.1f", r.FromDeletion.P50Ms), fmt.Sprintf("%.1f", r.FromDeletion.P99Ms), fmt.Sprintf("%.1f", r.FromDeletion.MaxMs),
 			fmt.Sprintf("%.1f", r.FromDeath.P50Ms), fmt.Sprintf("%.1f", r.FromDeath.P99Ms), fmt.Sprintf("%.1f", r.FromDeath.MaxMs)})
+		if l := r.FromTTLEnd; l != nil {
+			diag = append(diag, fmt.Sprintf("%s/%s: from the lease TTL's end (last renewal + TTL) p50 %.1f / p99 %.1f / max %.1f ms", r.Cause, r.Contender, l.P50Ms, l.P99Ms, l.MaxMs))
+		}
 		if r.WatchStartedPast != nil {
 			diag = append(diag, fmt.Sprintf("%s/%s: %d of %d trials' watch started at a past revision: from deletion p50 %.1f / p99 %.1f ms; the others p50 %.1f / p99 %.1f ms",
 				r.Cause, r.Contender, *r.WatchStartedPast, r.Trials-r.Failures, r.FromDeletionPast.P50Ms, r.FromDeletionPast.P99Ms,
