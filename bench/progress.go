@@ -34,9 +34,12 @@ func report(f func(Progress), p Progress) {
 	}
 }
 
-// about rounds d for a plan line: to the second under a minute, else to
-// ten seconds.
+// about rounds d for a plan line: to 10 ms under a second, to the second
+// under a minute, else to ten seconds.
 func about(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
 	if d < time.Minute {
 		return d.Round(time.Second)
 	}

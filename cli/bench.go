@@ -94,7 +94,8 @@ func benchRun(c *cli.Context) error {
 	}
 	defer stopMetrics()
 	cfg.Registerer = metrics
-	cfg.Progress = progress(c)
+	var endProgress func()
+	cfg.Progress, endProgress = progress(c)
 	if path := c.String("cpuprofile"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -107,6 +108,7 @@ func benchRun(c *cli.Context) error {
 		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(c.Context, cfg)
+	endProgress()
 	if rep == nil {
 		return err
 	}
@@ -169,8 +171,8 @@ func etcdFlags() []cli.Flag {
 
 // progress reports a bench run's progress on stderr: the plan and its
 // expected length first, then a bar when stderr is a terminal, else each
-// finished cell's line.
-func progress(c *cli.Context) func(bench.Progress) {
+// finished cell's line. end ends the bar's line if the run stopped early.
+func progress(c *cli.Context) (report func(bench.Progress), end func()) {
 	w := c.App.ErrWriter
 	f, isFile := w.(*os.File)
 	if !isFile || !term.IsTerminal(int(f.Fd())) {
@@ -178,9 +180,14 @@ func progress(c *cli.Context) func(bench.Progress) {
 			if p.Line != "" {
 				fmt.Fprintf(w, "%s  [%d/%d]\n", p.Line, p.Done, p.Total)
 			}
-		}
+		}, func() {}
 	}
 	var bar *progressbar.ProgressBar
+	end = func() {
+		if bar != nil && !bar.IsFinished() {
+			fmt.Fprintln(w)
+		}
+	}
 	return func(p bench.Progress) {
 		if bar == nil {
 			fmt.Fprintln(w, p.Line)
@@ -192,7 +199,7 @@ func progress(c *cli.Context) func(bench.Progress) {
 		if p.Done == p.Total {
 			_ = bar.Finish()
 		}
-	}
+	}, end
 }
 
 func benchTable(r *bench.Report) table {
@@ -285,8 +292,10 @@ func benchTakeover(c *cli.Context) error {
 	}
 	defer closeEtcd()
 	cfg.Etcd = etcd
-	cfg.Progress = progress(c)
+	var endProgress func()
+	cfg.Progress, endProgress = progress(c)
 	rep, err := bench.Takeover(c.Context, cfg)
+	endProgress()
 	if rep == nil {
 		return err
 	}
@@ -386,8 +395,10 @@ func benchScale(c *cli.Context) error {
 	}
 	defer closeEtcd()
 	cfg.Etcd = etcd
-	cfg.Progress = progress(c)
+	var endProgress func()
+	cfg.Progress, endProgress = progress(c)
 	rep, err := bench.Scale(c.Context, cfg)
+	endProgress()
 	if rep == nil {
 		return err
 	}
