@@ -118,6 +118,9 @@ func TestTakeoverSmoke(t *testing.T) {
 		// The time from the TTL's end is for expiry only; the lessor
 		// deletes the key after it, so it is not negative beyond the
 		// renewal's round trip (the Election holder's is taken at the answer).
+		if r.ToGrant.MaxMs > r.FromDeletion.MaxMs { // one trial: the grant precedes the write
+			t.Errorf("result %+v: granted after the write", r)
+		}
 		if (r.Cause == bench.Expiry) != (r.FromTTLEnd != nil) || r.FromTTLEnd != nil && r.FromTTLEnd.P50Ms < -50 {
 			t.Errorf("result %+v: from_ttl_end %+v", r, r.FromTTLEnd)
 		}

@@ -94,7 +94,10 @@ type TakeoverResult struct {
 	Trials       int     `json:"trials"`
 	Failures     int     `json:"failures"`
 	FromDeletion Latency `json:"from_deletion"`
-	FromDeath    Latency `json:"from_death"`
+	// From the deletion to the grant (Acquire or Claim returned, Campaign
+	// won), before the first write.
+	ToGrant   Latency `json:"from_deletion_to_grant"`
+	FromDeath Latency `json:"from_death"`
 	// For expiry only: from the end of the holder's lease's TTL (its last
 	// renewal + TTL, as the holder's client saw it) to the write.
 	FromTTLEnd *Latency `json:"from_ttl_end,omitempty"`
@@ -105,6 +108,7 @@ type TakeoverResult struct {
 	FromDeletionPast *Latency `json:"from_deletion_watch_past,omitempty"`
 	FromDeletionNow  *Latency `json:"from_deletion_watch_current,omitempty"`
 	fromDel          []time.Duration
+	toGrant          []time.Duration
 	fromDeath        []time.Duration
 	fromTTLEnd       []time.Duration
 	past, now        []time.Duration
@@ -222,6 +226,7 @@ trials:
 					line = append(line, fmt.Sprintf("%s/%s failed", cause, who))
 				} else {
 					r.fromDel = append(r.fromDel, fromDel)
+					r.toGrant = append(r.toGrant, tk.toGrant)
 					r.fromDeath = append(r.fromDeath, fromDeath)
 					note := ""
 					if cause == Expiry {
@@ -236,7 +241,7 @@ trials:
 							r.now = append(r.now, fromDel)
 						}
 					}
-					line = append(line, fmt.Sprintf("%s/%s %.1f ms%s", cause, who, ms(fromDel), note))
+					line = append(line, fmt.Sprintf("%s/%s %.1f ms (grant %.1f)%s", cause, who, ms(fromDel), ms(tk.toGrant), note))
 				}
 				done++
 				report(cfg.Progress, Progress{Done: done, Total: total})
@@ -248,7 +253,7 @@ trials:
 	for _, cause := range cfg.Causes {
 		for _, who := range cfg.Contenders {
 			r := results[cause+"/"+who]
-			r.FromDeletion, r.FromDeath = latencyOf(r.fromDel), latencyOf(r.fromDeath)
+			r.FromDeletion, r.ToGrant, r.FromDeath = latencyOf(r.fromDel), latencyOf(r.toGrant), latencyOf(r.fromDeath)
 			if cause == Expiry {
 				l := latencyOf(r.fromTTLEnd)
 				r.FromTTLEnd = &l
@@ -308,7 +313,9 @@ type takeover struct {
 	s       *coordinator.Session
 	cs      *concurrency.Session
 	waiting chan struct{}
-	past    bool // acquire-from-busy: the last trial's watch started at a past revision
+	past    bool      // acquire-from-busy: the last trial's watch started at a past revision
+	grantAt time.Time // when the last trial's contender was granted (Campaign returned)
+	toGrant time.Duration
 }
 
 // holder is the dying side of one trial.
@@ -400,6 +407,9 @@ func (tk *takeover) trial(ctx context.Context, task, cause, who string) (fromDel
 	}
 	if cause == Revoke {
 		delAt = died // the revoke's send time: the deletion came later
+	}
+	tk.toGrant = tk.grantAt.Sub(delAt) // the contender's goroutine wrote grantAt before sending on out
+	if cause == Revoke {
 		return r.at.Sub(delAt), r.at.Sub(died), 0, nil
 	}
 	return r.at.Sub(delAt), r.at.Sub(died), r.at.Sub(ttlEnd), nil
@@ -526,6 +536,7 @@ func (tk *takeover) contend(ctx context.Context, task, who string, ready chan st
 		if err := e.Campaign(ctx, "successor"); err != nil {
 			return err
 		}
+		tk.grantAt = time.Now()
 		defer func() { _ = e.Resign(context.WithoutCancel(ctx)) }()
 		// The first write fenced as an election allows: on the leader key.
 		resp, err := tk.tg.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(string(e.Key())), "=", e.Rev())).
@@ -647,6 +658,7 @@ func (tk *takeover) campaignWaiting(ctx context.Context, task string, ready chan
 
 // firstWrite is the successor's first protected write, then its release.
 func (tk *takeover) firstWrite(ctx context.Context, g coordinator.Grant) error {
+	tk.grantAt = time.Now()
 	_, err := fencedtxn.Commit(ctx, tk.c, g, fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: "takeover",
 		Value: benchValue, ExpectedVersion: 0})
 	_ = tk.c.Release(context.WithoutCancel(ctx), g)

@@ -248,7 +248,9 @@ watches the owner key), poll (claims every --poll-interval, as client-go's
 leader election retries every RetryPeriod) and election (etcd's
 concurrency.Election.Campaign, then a write guarded by its leader key). Prints
 p50/p99/max from the owner key's deletion (for revoke: from the revoke's send,
-an upper bound) and from the holder's death to the committed write. The
+an upper bound) to the committed write, p50/p99 from the deletion to the grant
+(GRANT-*), and from the holder's death to the write; for expiry also from the
+lease's TTL end (its last renewal + TTL). The
 diagnostic contender acquire-from-busy (not run by default) is Acquire before
 issue 18 — a watch from the busy answer's revision + 1 — and reports how many
 trials' watch started at a revision etcd had already passed (served from etcd's
@@ -299,11 +301,12 @@ func benchTakeover(c *cli.Context) error {
 	if rep == nil {
 		return err
 	}
-	t := table{header: []string{"CAUSE", "CONTENDER", "TRIALS", "FAILURES", "DEL-P50-MS", "DEL-P99-MS", "DEL-MAX-MS", "DEATH-P50-MS", "DEATH-P99-MS", "DEATH-MAX-MS"}}
+	t := table{header: []string{"CAUSE", "CONTENDER", "TRIALS", "FAILURES", "DEL-P50-MS", "DEL-P99-MS", "DEL-MAX-MS", "GRANT-P50-MS", "GRANT-P99-MS", "DEATH-P50-MS", "DEATH-P99-MS", "DEATH-MAX-MS"}}
 	var diag []string
 	for _, r := range rep.Results {
 		t.rows = append(t.rows, []string{r.Cause, r.Contender, strconv.Itoa(r.Trials), strconv.Itoa(r.Failures),
 			fmt.Sprintf("%.1f", r.FromDeletion.P50Ms), fmt.Sprintf("%.1f", r.FromDeletion.P99Ms), fmt.Sprintf("%.1f", r.FromDeletion.MaxMs),
+			fmt.Sprintf("%.1f", r.ToGrant.P50Ms), fmt.Sprintf("%.1f", r.ToGrant.P99Ms),
 			fmt.Sprintf("%.1f", r.FromDeath.P50Ms), fmt.Sprintf("%.1f", r.FromDeath.P99Ms), fmt.Sprintf("%.1f", r.FromDeath.MaxMs)})
 		if l := r.FromTTLEnd; l != nil {
 			diag = append(diag, fmt.Sprintf("%s/%s: from the lease TTL's end (last renewal + TTL) p50 %.1f / p99 %.1f / max %.1f ms", r.Cause, r.Contender, l.P50Ms, l.P99Ms, l.MaxMs))

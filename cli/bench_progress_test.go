@@ -52,7 +52,7 @@ func TestBenchProgressLines(t *testing.T) {
 	wantBench(t, r)
 	for _, w := range []string{
 		`(?m)^bench takeover: 4 trials \(2 per cause and contender: revoke × acquire,election\), about \S+  \[0/4\]$`,
-		`(?m)^trial 1/2, from deletion: revoke/(acquire|election) [0-9.]+ ms, revoke/(acquire|election) [0-9.]+ ms  \[2/4\]$`,
+		`(?m)^trial 1/2, from deletion: revoke/(acquire|election) [0-9.]+ ms \(grant [0-9.]+\), revoke/(acquire|election) [0-9.]+ ms \(grant [0-9.]+\)  \[2/4\]$`,
 		`(?m)^trial 2/2, from deletion: .*  \[4/4\]$`,
 	} {
 		if !regexp.MustCompile(w).MatchString(r.stderr) {
