@@ -77,4 +77,37 @@ func TestRefusalsMutationsMissed(t *testing.T) {
 			t.Fatalf("victim after the refused commits: %+v %v", own, err)
 		}
 	})
+
+	t.Run("a caller op that is a range is invalid input, nothing written", func(t *testing.T) {
+		// Each range starts outside leasegate's prefix, so the key check
+		// alone lets it through, and ends before the ops and state keys the
+		// commit puts, so etcd's overlap refusal cannot stand in either:
+		// applied, the first would delete every fence of the keyspace.
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "ranger")
+		victim := lgtest.Claim(t, lgtest.Session(t, c, "victim", 10*time.Second), "t", "range-victim")
+		in := fencedtxn.Intent{Tenant: "t", Task: "ranger", Operation: "op"}
+		for _, op := range []clientv3.Op{
+			clientv3.OpDelete("/a", clientv3.WithRange(prefix+"/ops")),
+			clientv3.OpDelete("/", clientv3.WithFromKey()),
+			clientv3.OpDelete("/a", clientv3.WithPrefix()),
+		} {
+			lgtest.RefusedWritingNothing(t, c.Client(), "/", coordinator.InvalidInput, func() error {
+				_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
+				return err
+			})
+		}
+		if err := c.Current(ctx, victim); err != nil {
+			t.Fatalf("victim after the refused commits: %v", err)
+		}
+	})
+
+	t.Run("an intent for another tenant's task of the same name is scope_mismatch", func(t *testing.T) {
+		g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "tenant-a", "shared-name")
+		lgtest.Claim(t, lgtest.Session(t, c, "other", 10*time.Second), "tenant-b", "shared-name")
+		in := fencedtxn.Intent{Tenant: "tenant-b", Task: "shared-name", Operation: "op"}
+		lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.ScopeMismatch, func() error {
+			_, err := fencedtxn.Commit(ctx, c, g, in)
+			return err
+		})
+	})
 }
