@@ -231,3 +231,52 @@ func TestConfigurationCheckedAtConstruction(t *testing.T) {
 		t.Fatalf("good configuration: %v", err)
 	}
 }
+
+// The standby is down at dispatch: the topology cannot be shown, so the
+// dispatch holds (authority_unavailable) and nothing is sent; the record
+// stays AUTHORIZED for a later dispatch.
+func TestStandbyDownAtDispatchIsAHold(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "promote-db-b", w.effect(t, "db-b"))
+	if err := w.pair.Standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := w.env.L.Dispatch(w.env.Ctx, w.env.G, "promote-db-b")
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+	if w.cnt.Applies() != 0 {
+		t.Fatalf("applies %d", w.cnt.Applies())
+	}
+	if rec, _ = w.env.Journal("promote-db-b"); rec.State != ledger.Authorized {
+		t.Fatalf("state %s, want AUTHORIZED", rec.State)
+	}
+}
+
+// A promote lost before delivery, then the standby restarted (stopped, as
+// in a failover gone wrong, and started again): a restart discards any
+// pending promote signal, so the topology shows it not applied at once —
+// not only after the promote wait — and the ledger stops for review.
+func TestLostPromoteThenStandbyRestartedIsNotApplied(t *testing.T) {
+	w := newWorld(t, pgpromote.WithPromoteWait(time.Hour))
+	w.env.Authorized(w.env.G, w.cnt, "promote-db-b", w.effect(t, "db-b"))
+	w.proxy.DropAt("pg_promote")
+	if rec := w.env.Dispatch(w.env.G, "promote-db-b"); rec.State != ledger.Unknown {
+		t.Fatalf("state %s, want UNKNOWN", rec.State)
+	}
+	if err := w.pair.Standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	g2 := w.env.TakeOver()
+	// Down: the target does not answer, inconclusive; at the bound a person
+	// decides. (Reconcile's polls all fail the same way.)
+	if rec := w.env.Reconcile(g2, "promote-db-b"); rec.State != ledger.ManualReview {
+		t.Fatalf("state %s with the standby down, want MANUAL_REVIEW", rec.State)
+	}
+	if err := w.pair.Standby.Start(w.env.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := w.env.Journal("promote-db-b")
+	o, ev, err := w.ad.Observe(w.env.Ctx, rec)
+	if err != nil || o != ledger.NotApplied || !strings.Contains(string(ev.Detail), `"in_recovery":true`) {
+		t.Fatalf("observe after the restart: %v %s %v; want not applied, in recovery", o, ev.Detail, err)
+	}
+}
