@@ -362,12 +362,15 @@ func (a *Adapter) said(what string) ledger.Evidence {
 	return ledger.Evidence{Detail: b, At: a.now().UTC()}
 }
 
-// Observe asks the authoritative server for the RRset now. The wanted
-// value: Applied (evidence: the serial and values). The approved value,
-// unchanged: NotApplied (the server shows no such update; without a
-// lookup the ledger reads this as "not so far"). Any third value: someone
-// else wrote the record, before or after this update — the value cannot
-// tell which, so Inconclusive, and a person decides.
+// Observe asks the authoritative server. First the zone's own history
+// since the approved serial (IXFR, History): a change that deleted exactly
+// the approved RRset and added the wanted record is this upsert — Applied,
+// the serials as evidence, even if someone changed the record after it;
+// no such change is NotApplied (the ledger reads it as "not so far": no
+// lookup by id). Where the server keeps no history from that serial, the
+// RRset now decides: the wanted value is Applied, the approved one
+// NotApplied, and a third value Inconclusive — someone else wrote the
+// record, and its value cannot say whether this update landed before them.
 func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	p, err := params(rec.Effect)
 	if err != nil {
@@ -385,7 +388,24 @@ func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcom
 	if err != nil {
 		return ledger.Inconclusive, ledger.Evidence{}, err
 	}
-	b, _ := json.Marshal(map[string]any{"rrset": now, "approved": was})
+	steps, herr := a.History(ctx, was.Serial)
+	detail := map[string]any{"rrset": now, "approved": was}
+	if herr == nil {
+		detail["history_changes"] = len(steps)
+		for _, st := range steps {
+			if applies(st, now.Name, want.Header().Rrtype, was.Values, rdata(want)) {
+				detail["change"] = fmt.Sprintf("serial %d -> %d", st.From, st.To)
+				b, _ := json.Marshal(detail)
+				return ledger.Applied, ledger.Evidence{Detail: b, At: a.now().UTC(),
+					ProviderIDs: []string{fmt.Sprintf("%s serial %d->%d", a.zone, st.From, st.To)}}, nil
+			}
+		}
+		b, _ := json.Marshal(detail)
+		return ledger.NotApplied, ledger.Evidence{Detail: b, At: a.now().UTC(),
+			ProviderIDs: []string{fmt.Sprintf("%s serial %d", a.zone, now.Serial)}}, nil
+	}
+	detail["history_error"] = herr.Error()
+	b, _ := json.Marshal(detail)
 	ev := ledger.Evidence{Detail: b, At: a.now().UTC(), ProviderIDs: []string{fmt.Sprintf("%s serial %d", a.zone, now.Serial)}}
 	switch {
 	case slices.Equal(now.Values, []string{rdata(want)}):
@@ -393,6 +413,6 @@ func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcom
 	case now.Digest() == was.Digest():
 		return ledger.NotApplied, ev, nil
 	}
-	return ledger.Inconclusive, ev, fmt.Errorf("dnsupdate: %s holds %v, neither the approved %v nor the wanted %s: another writer changed it",
-		now.Name, now.Values, was.Values, rdata(want))
+	return ledger.Inconclusive, ev, fmt.Errorf("dnsupdate: %s holds %v, neither the approved %v nor the wanted %s, and the server shows no history: %v",
+		now.Name, now.Values, was.Values, rdata(want), herr)
 }

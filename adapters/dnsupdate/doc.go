@@ -10,10 +10,15 @@
 //	effect, err := ad.Effect("checkout.example.test.", "A", "10.0.0.2", 60, "failover-v3")
 //
 // The key file is BIND's syntax, as tsig-keygen writes it and nsupdate -k
-// reads it; the zone must allow updates with that key:
+// reads it; the zone must allow updates and transfers with that key (the
+// transfer for Observe's IXFR), and should keep its history as increments
+// (BIND sends a whole zone instead when the increments are larger than
+// max-ixfr-ratio of it, which a tiny zone hits):
 //
 //	key "leasegate-update" { algorithm hmac-sha256; secret "…"; };
-//	zone "example.test" { type primary; file "…"; allow-update { key "leasegate-update"; }; };
+//	options { max-ixfr-ratio unlimited; };
+//	zone "example.test" { type primary; file "…";
+//		allow-update { key "leasegate-update"; }; allow-transfer { key "leasegate-update"; }; };
 //
 // # The provider's contract, and how the adapter meets it
 //
@@ -27,8 +32,14 @@
 //     step: an operator's edit between the ledger's revalidation and the
 //     call makes the server answer NXRRSET — a definite refusal with the
 //     record's current value as evidence, not an overwrite.
-//   - Observe: the authoritative answer again. The wanted value: Applied,
-//     with the zone's serial. The approved value: NotApplied. A third value:
+//   - Observe: the zone's own history first — an IXFR (RFC 1995, signed)
+//     from the approved SOA serial returns every change since, in order,
+//     from the server's journal. A change that deleted exactly the approved
+//     RRset and added the wanted record is this upsert: Applied, citing the
+//     serials, even when someone changed the record after it. No such
+//     change: NotApplied. Where the server keeps no history from that
+//     serial (it answers with the whole zone), the RRset decides: the
+//     wanted value Applied, the approved one NotApplied, a third value
 //     Inconclusive — someone else wrote the record, and its value cannot
 //     say whether this update landed before them.
 //   - Contract: Conditional; no Lookup; not RetrySafe (a retry's
@@ -38,8 +49,8 @@
 // # How this differs from Route 53
 //
 // An authoritative server's UPDATE has no change id: nothing can be
-// polled, and nothing records who sent which update, so Observe reads the
-// record itself. Route 53's ChangeResourceRecordSets returns a change id
+// polled by id, and nothing records who sent which update, so Observe
+// reads the zone's history and the record itself. Route 53's ChangeResourceRecordSets returns a change id
 // (ChangeInfo.Id) with status PENDING; a Route 53 adapter returns that id
 // as Evidence with an ambiguous error when the change is not yet INSYNC,
 // the ledger stores it on the record, and Observe(rec) polls
@@ -63,8 +74,9 @@
 //
 // # Non-guarantees
 //
-//   - Applied means the record holds the wanted value, not that this
-//     update wrote it (an operator's identical edit reads the same).
+//   - Applied means the zone's history (or, without one, the record) shows
+//     the change, not that this update sent it: an operator's identical
+//     edit reads the same.
 //   - An authoritative primary is not the world's resolvers: propagation
 //     to secondaries (NOTIFY, IXFR) and resolver caches (the TTL) follow
 //     later. Check resolution from the clients' side before declaring the

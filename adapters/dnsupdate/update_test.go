@@ -28,9 +28,11 @@ type world struct {
 	env   *adaptertest.Env
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, false) }
+
+func newWorldWith(t *testing.T, noHistory bool) *world {
 	t.Helper()
-	srv := realprov.NewDNSServer(t, "checkout 60 IN A 10.0.0.1")
+	srv := realprov.NewDNSServerWith(t, realprov.DNSConfig{Records: []string{"checkout 60 IN A 10.0.0.1"}, NoHistory: noHistory})
 	proxy, err := realprov.NewCutProxy(srv.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -152,22 +154,68 @@ func TestOperatorEditBeforeDispatchSupersedes(t *testing.T) {
 }
 
 // The answer is lost and an operator then edits the record: the value is
-// neither the approved nor the wanted one, so the server cannot tell
-// whether the UPDATE applied first. Inconclusive: MANUAL_REVIEW, never a
-// guess.
-func TestOperatorEditAfterALostAnswerGoesToReview(t *testing.T) {
+// neither the approved nor the wanted one, but the zone's own history
+// (IXFR from the approved serial) shows the update applied before the
+// edit. CONFIRMED on that evidence, and the operator's value stays.
+func TestOperatorEditAfterALostAnswerSettledFromTheZoneHistory(t *testing.T) {
 	w := newWorld(t)
 	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
 	w.proxy.CutAfter(updateOnTheWire)
 	if rec := w.env.Dispatch(w.env.G, "traffic-db-b"); rec.State != ledger.Unknown {
 		t.Fatalf("state %s, want UNKNOWN", rec.State)
 	}
-	if err := w.srv.Nsupdate(w.env.Ctx, "update delete "+name+" A\nupdate add "+name+" 60 A 10.0.0.9"); err != nil {
-		t.Fatal(err)
+	w.operatorEdit(t, "10.0.0.9")
+	rec := w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
+	if rec.State != ledger.Confirmed || !strings.Contains(strings.Join(rec.Evidence.ProviderIDs, " "), "serial 1->2") {
+		t.Fatalf("state %s, evidence %+v; want CONFIRMED citing the change 1->2", rec.State, rec.Evidence)
 	}
+	if w.value(t) != "10.0.0.9" || w.cnt.Applies() != 1 {
+		t.Fatalf("value %s, applies %d; the operator's edit must stay", w.value(t), w.cnt.Applies())
+	}
+}
+
+// The UPDATE never arrives and an operator edits the record: the zone's
+// history shows only the operator's change. Not applied, and no retry is
+// declared safe: MANUAL_REVIEW, the operator's value untouched.
+func TestLostUpdateThenOperatorEditIsNotApplied(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.proxy.DropAt(updateOnTheWire)
+	if rec := w.env.Dispatch(w.env.G, "traffic-db-b"); rec.State != ledger.Unknown {
+		t.Fatalf("state %s, want UNKNOWN", rec.State)
+	}
+	w.operatorEdit(t, "10.0.0.9")
+	rec := w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
+	if rec.State != ledger.ManualReview || w.value(t) != "10.0.0.9" {
+		t.Fatalf("state %s, value %s; want MANUAL_REVIEW and the operator's value", rec.State, w.value(t))
+	}
+}
+
+// Where the server keeps no history from the approved serial, a third
+// value cannot tell whether the update landed first: Inconclusive, so
+// MANUAL_REVIEW — never a guess either way.
+func TestThirdValueWithoutHistoryGoesToReview(t *testing.T) {
+	w := newWorldWith(t, true)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	w.proxy.CutAfter(updateOnTheWire)
+	if rec := w.env.Dispatch(w.env.G, "traffic-db-b"); rec.State != ledger.Unknown {
+		t.Fatalf("state %s, want UNKNOWN", rec.State)
+	}
+	w.operatorEdit(t, "10.0.0.9")
 	rec := w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
 	if rec.State != ledger.ManualReview {
 		t.Fatalf("state %s, want MANUAL_REVIEW", rec.State)
+	}
+	_, js := w.env.Journal("traffic-db-b")
+	if last := js[len(js)-1]; !strings.Contains(last.Reason, "no incremental history") {
+		t.Fatalf("review reason %q, want the missing history named", last.Reason)
+	}
+}
+
+func (w *world) operatorEdit(t *testing.T, value string) {
+	t.Helper()
+	if err := w.srv.Nsupdate(w.env.Ctx, "update delete "+name+" A\nupdate add "+name+" 60 A "+value); err != nil {
+		t.Fatal(err)
 	}
 }
 

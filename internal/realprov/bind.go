@@ -44,13 +44,30 @@ type DNSServer struct {
 	proc   *process
 }
 
+// DNSConfig is what a DNSServer serves.
+type DNSConfig struct {
+	// Records are zone-file lines relative to the zone, e.g.
+	// "checkout 60 IN A 10.0.0.1".
+	Records []string
+	// NoHistory makes named answer every IXFR with the whole zone
+	// (provide-ixfr no), as a server without a journal from the asked
+	// serial does.
+	NoHistory bool
+}
+
 // NewDNSServer starts named for t with records (zone-file lines, relative
 // to the zone, e.g. "checkout 60 IN A 10.0.0.1"), skipping t (SkipLine)
 // when BIND is not installed; it is stopped in t.Cleanup.
 func NewDNSServer(t testing.TB, records ...string) *DNSServer {
 	t.Helper()
+	return NewDNSServerWith(t, DNSConfig{Records: records})
+}
+
+// NewDNSServerWith is NewDNSServer with the whole configuration.
+func NewDNSServerWith(t testing.TB, cfg DNSConfig) *DNSServer {
+	t.Helper()
 	Skip(t, HaveBIND)
-	s, err := StartDNSServer(context.Background(), records...)
+	s, err := StartDNSServer(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("realprov: %v", err)
 	}
@@ -62,10 +79,13 @@ func NewDNSServer(t testing.TB, records ...string) *DNSServer {
 	return s
 }
 
-// StartDNSServer writes a zone with records and starts named on a free
-// loopback port, returning once it answers for the zone's SOA. The caller
-// must Close it.
-func StartDNSServer(ctx context.Context, records ...string) (_ *DNSServer, err error) {
+// StartDNSServer writes the zone and starts named on a free loopback port,
+// returning once it answers for the zone's SOA. The zone's changes are
+// kept in its journal and served by IXFR (max-ixfr-ratio unlimited, so a
+// tiny zone still gets increments) unless cfg.NoHistory. The caller must
+// Close it.
+func StartDNSServer(ctx context.Context, cfg DNSConfig) (_ *DNSServer, err error) {
+	records := cfg.Records
 	if err := HaveBIND(); err != nil {
 		return nil, err
 	}
@@ -105,7 +125,7 @@ func StartDNSServer(ctx context.Context, records ...string) (_ *DNSServer, err e
 			return nil, err
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if lastErr = s.start(ctx, port, keyClause); lastErr == nil {
+		if lastErr = s.start(ctx, port, keyClause, !cfg.NoHistory); lastErr == nil {
 			return s, nil
 		}
 		if !strings.Contains(lastErr.Error(), "address in use") {
@@ -115,7 +135,11 @@ func StartDNSServer(ctx context.Context, records ...string) (_ *DNSServer, err e
 	return nil, lastErr
 }
 
-func (s *DNSServer) start(ctx context.Context, port int, keyClause string) error {
+func (s *DNSServer) start(ctx context.Context, port int, keyClause string, history bool) error {
+	ixfr := "yes"
+	if !history {
+		ixfr = "no"
+	}
 	conf := fmt.Sprintf(`options {
 	directory %[1]q;
 	pid-file none;
@@ -126,6 +150,8 @@ func (s *DNSServer) start(ctx context.Context, port int, keyClause string) error
 	allow-query { 127.0.0.1; };
 	allow-transfer { key %[4]q; };
 	notify no;
+	max-ixfr-ratio unlimited;
+	provide-ixfr %[6]s;
 	session-keyfile none;
 	managed-keys-directory %[1]q;
 };
@@ -136,7 +162,7 @@ zone %[5]q {
 	file "zone.db";
 	allow-update { key %[4]q; };
 };
-`, s.Dir, port, keyClause, strings.TrimSuffix(DNSKeyName, "."), strings.TrimSuffix(DNSZone, "."))
+`, s.Dir, port, keyClause, strings.TrimSuffix(DNSKeyName, "."), strings.TrimSuffix(DNSZone, "."), ixfr)
 	confPath := filepath.Join(s.Dir, "named.conf")
 	if err := s.acct.writeFile(confPath, []byte(conf)); err != nil {
 		return err

@@ -16,7 +16,7 @@ func TestDNSServerTakesSignedUpdatesOnly(t *testing.T) {
 	realprov.Skip(t, realprov.HaveBIND)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := realprov.StartDNSServer(ctx, "checkout 60 IN A 10.0.0.1")
+	s, err := realprov.StartDNSServer(ctx, realprov.DNSConfig{Records: []string{"checkout 60 IN A 10.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

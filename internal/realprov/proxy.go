@@ -89,15 +89,16 @@ func (p *CutProxy) accept() {
 		p.mu.Lock()
 		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
 		p.mu.Unlock()
+		severed := new(atomic.Bool) // set before a cut request is forwarded: no answer passes after it
 		p.wg.Add(2)
-		go p.pump(c, u, true)
-		go p.pump(u, c, false)
+		go p.pump(c, u, true, severed)
+		go p.pump(u, c, false, severed)
 	}
 }
 
 // pump copies from → to; on the client side it watches for the armed
 // pattern (across read boundaries).
-func (p *CutProxy) pump(from, to net.Conn, fromClient bool) {
+func (p *CutProxy) pump(from, to net.Conn, fromClient bool, severed *atomic.Bool) {
 	defer p.wg.Done()
 	defer func() {
 		_ = from.Close()
@@ -122,9 +123,15 @@ func (p *CutProxy) pump(from, to net.Conn, fromClient bool) {
 				p.mu.Unlock()
 				tail = append(tail[:0], window[max(0, len(window)-64):]...)
 			}
+			if cut {
+				severed.Store(true) // before the server can have the request, so before its answer
+			}
 			if !deliver {
 				p.cuts.Add(1)
 				return
+			}
+			if !fromClient && severed.Load() {
+				return // the answer to a cut request: lost
 			}
 			if _, werr := to.Write(buf[:n]); werr != nil {
 				return
