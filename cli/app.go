@@ -2,9 +2,9 @@
 // under a lease from a shell, against etcd.
 //
 // New builds the urfave/cli application. Every command is a named action in
-// the file of its noun (claim.go: claim, renew, release; commit.go; status.go:
-// status, list, watch; get.go; lease.go: list, show, revoke; realm.go;
-// run.go; etcd.go; version.go; ops.go: the effect ledger; gc.go: retention). Results go
+// the file of its noun (claim.go: claim, renew, release; commit.go; status.go;
+// list.go; watch.go; get.go; lease.go: list, show, revoke; realm.go; run.go;
+// etcd.go; version.go; ops.go: the effect ledger; gc.go: retention). Results go
 // through one printer (printer.go) to App.Writer — a table for people, one
 // JSON object per result with a "disposition" field for scripts — and every
 // error is reported once and mapped to an exit code in exit.go. Nothing here

@@ -40,7 +40,7 @@ func claim(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		s, err := co.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive())
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func withGrant(c *cli.Context, done coordinator.Disposition, act func(*coordinat
 		return err
 	}
 	// The grant's keyspace must exist: never create one to refuse it in.
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		if err := act(co, ctx, g); err != nil {
 			return err
 		}

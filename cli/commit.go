@@ -83,7 +83,7 @@ func commit(c *cli.Context) error {
 		return coordinator.Refusal(coordinator.ScopeMismatch, op, in.Tenant, in.Task,
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		r, err := fencedtxn.Commit(ctx, co, g, in)
 		if err != nil {
 			return err

@@ -172,13 +172,25 @@ func cleanupContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(c.Context), globalsOf(c).commandTimeout)
 }
 
+// access is how a command opens the keyspace.
+type access int
+
+const (
+	// reads opens it with coordinator.Open: a prefix that holds no
+	// keyspace is no_keyspace, and nothing is written.
+	reads access = iota
+	// acts opens it with coordinator.New, which creates the keyspace (the
+	// realm key) if it is absent.
+	acts
+)
+
 // withCoordinator runs one command's requests: f gets a coordinator on a
-// fresh connection and a context bounded by --command-timeout; the client
-// is closed when f returns.
-func withCoordinator(c *cli.Context, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
+// fresh connection, the keyspace opened as a says, and a context bounded by
+// --command-timeout; the client is closed when f returns.
+func withCoordinator(c *cli.Context, a access, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
 	ctx, cancel := commandContext(c)
 	defer cancel()
-	co, closeClient, err := connect(ctx, c)
+	co, closeClient, err := connect(ctx, c, a)
 	if err != nil {
 		return err
 	}
@@ -189,34 +201,16 @@ func withCoordinator(c *cli.Context, f func(ctx context.Context, co *coordinator
 // errDialTimeout is the cause of a connection that never became ready.
 var errDialTimeout = errors.New("no connection within --dial-timeout")
 
-// connect opens a client to etcd and the coordinator of --prefix on it. The
-// first request (the realm's) waits at most --dial-timeout for a connection:
-// a request that never left this process is authority_unavailable, never a
-// refusal. The returned close func closes the client; it does not revoke any
-// lease.
-func connect(ctx context.Context, c *cli.Context, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
-	return connectWith(ctx, c, coordinator.New, opts...)
-}
-
-// withReader is withCoordinator for commands that only read: the keyspace
-// is opened with coordinator.Open, so a prefix that holds none is
-// no_keyspace and nothing is written.
-func withReader(c *cli.Context, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	co, closeClient, err := connectWith(ctx, c, coordinator.Open)
-	if err != nil {
-		return err
+// connect opens a client to etcd and the coordinator of --prefix on it,
+// opened as a says. The first request (the realm's) waits at most
+// --dial-timeout for a connection: a request that never left this process
+// is authority_unavailable, never a refusal. The returned close func closes
+// the client; it does not revoke any lease.
+func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
+	open := coordinator.Open
+	if a == acts {
+		open = coordinator.New
 	}
-	defer closeClient()
-	return f(ctx, co)
-}
-
-// connectWith is connect with the coordinator's constructor: New (acting
-// commands, which may create the realm) or Open (reading ones).
-func connectWith(ctx context.Context, c *cli.Context,
-	open func(context.Context, *clientv3.Client, ...coordinator.Option) (*coordinator.Coordinator, error),
-	opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
 	g := globalsOf(c)
 	client, err := newClient(g)
 	if err != nil {

@@ -42,6 +42,10 @@ func ExitCode(err error) int {
 	if errors.As(err, &lost) {
 		return ExitOwnershipLost
 	}
+	var release *releaseFailed
+	if errors.As(err, &release) {
+		return release.out.Child.ExitCode
+	}
 	var failed *drillFailed
 	if errors.As(err, &failed) {
 		return ExitRefused
@@ -83,6 +87,21 @@ func (e childExit) Error() string { return fmt.Sprintf("child exited with status
 type drillFailed struct{ why string }
 
 func (e *drillFailed) Error() string { return "drill failed: " + e.why }
+
+// releaseFailed is `run`'s child ending by itself with ownership held, and
+// the release of its grant failing: the line reports the release, the JSON
+// is run's result (its disposition the release's), and the exit status is
+// the child's.
+type releaseFailed struct {
+	cause error
+	out   runOutput
+}
+
+func (e *releaseFailed) Error() string {
+	return fmt.Sprintf("release after the child %s: %v", e.out.Child, e.cause)
+}
+
+func (e *releaseFailed) Unwrap() error { return e.cause }
 
 // ownershipLost is `run` stopping its child because the grant stopped being
 // current.
@@ -205,8 +224,13 @@ func report(c *cli.Context, err error) {
 		return
 	}
 	out := errorOutputOf(err)
+	var result any = out
+	var release *releaseFailed
+	if errors.As(err, &release) {
+		result, out = release.out, errorOutputOf(release.cause)
+	}
 	if g := globalsOf(c); g != nil && g.out.json {
-		_ = json.NewEncoder(c.App.Writer).Encode(out)
+		_ = json.NewEncoder(c.App.Writer).Encode(result)
 	}
 	fmt.Fprintln(c.App.ErrWriter, out.line())
 }

@@ -63,7 +63,7 @@ func gc(c *cli.Context) error {
 	}
 	// Retention only ever deletes from a keyspace that exists: it never
 	// creates one (no keyspace: no_keyspace, exit 7).
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		col, err := retention.New(co, retention.WithWindow(window))
 		if err != nil {
 			return err

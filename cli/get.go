@@ -47,7 +47,7 @@ func get(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		st, err := fencedtxn.Get(ctx, co, l[0], l[1])
 		if err != nil {
 			return err

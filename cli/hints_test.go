@@ -46,7 +46,7 @@ func TestHintsSayWhatToDo(t *testing.T) {
 		t.Parallel()
 		r := e.lg(t, "claim", "--tenant", "tenant", "--task", "task", "--owner", "other", "--ttl", "10s")
 		want(t, r, cli.ExitRefused, coordinator.Busy)
-		if !strings.Contains(r.stderr, "run --wait") || strings.Contains(r.stderr, "acquire waits") {
+		if !strings.Contains(r.stderr, "'leasegate run --wait'") || !strings.Contains(r.stderr, "Session.Acquire waits") {
 			t.Fatalf("stderr %q", r.stderr)
 		}
 	})

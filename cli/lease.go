@@ -108,7 +108,7 @@ func leaseList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		leases, err := co.Leases(ctx)
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func leaseShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		li, err := co.Lease(ctx, id)
 		if err != nil {
 			return err
@@ -182,7 +182,7 @@ func leaseRevoke(c *cli.Context) error {
 		return err
 	}
 	var out revokeOutput
-	err = withReader(c, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
+	err = withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
 		out, err = revokeLease(ctx, co, id, c.Bool("force"))
 		return err
 	})

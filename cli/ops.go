@@ -122,7 +122,7 @@ func opsList(c *cli.Context) error {
 			return coordinator.Invalid(op, "--state: %v", err)
 		}
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		l, err := ledger.New(co)
 		if err != nil {
 			return err
@@ -170,7 +170,7 @@ func opsShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		led, err := ledger.New(co)
 		if err != nil {
 			return err
@@ -222,7 +222,7 @@ func opsResolve(c *cli.Context) error {
 	if why == "" {
 		return coordinator.Invalid(op, "--why is required: what the evidence shows")
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		led, err := ledger.New(co)
 		if err != nil {
 			return err

@@ -56,7 +56,7 @@ func realmShow(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return withReader(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		chk, err := co.CheckOrigin(ctx)
 		if err != nil {
 			return err
@@ -73,7 +73,7 @@ func realmRotate(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return withCoordinator(c, func(ctx context.Context, co *coordinator.Coordinator) error {
+	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		old, err := co.CurrentRealm(ctx)
 		if err != nil {
 			return err

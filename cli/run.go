@@ -83,38 +83,24 @@ type runOutput struct {
 	Child       childStatus             `json:"child"`
 }
 
+// runSpec is run's checked flags and command.
+type runSpec struct {
+	tenant, task, owner string
+	ttl                 time.Duration
+	wait                bool
+	waitTimeout         time.Duration // 0: --wait waits until interrupted
+	killAfter           time.Duration
+	path                string   // the command, looked up in PATH
+	args                []string // its arguments, args[0] as given
+}
+
 func run(c *cli.Context) error {
-	op := commandName(c)
-	l, err := labels(c, "tenant", "task", "owner")
+	spec, err := runSpecOf(c)
 	if err != nil {
 		return err
-	}
-	tenant, task, owner := l[0], l[1], l[2]
-	ttl, err := ttlOf(c)
-	if err != nil {
-		return err
-	}
-	killAfter := c.Duration("kill-after")
-	if killAfter < 0 {
-		return coordinator.Invalid(op, "--kill-after %v is negative", killAfter)
-	}
-	waitTimeout := c.Duration("wait-timeout")
-	switch {
-	case waitTimeout < 0:
-		return coordinator.Invalid(op, "--wait-timeout %v is negative", waitTimeout)
-	case c.IsSet("wait-timeout") && !c.Bool("wait"):
-		return coordinator.Invalid(op, "--wait-timeout bounds --wait: give both, or neither")
-	}
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		return coordinator.Invalid(op, "no command to run; see 'leasegate run --help'")
-	}
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return coordinator.Invalid(op, "command %q: %v", args[0], err)
 	}
 	g := globalsOf(c)
-	lg := g.lg.Named("run").With(zap.String("tenant", tenant), zap.String("task", task), zap.String("owner", owner))
+	lg := g.lg.Named("run").With(zap.String("tenant", spec.tenant), zap.String("task", spec.task), zap.String("owner", spec.owner))
 
 	metrics, stopMetrics, err := serveMetrics(c)
 	if err != nil {
@@ -123,12 +109,12 @@ func run(c *cli.Context) error {
 	defer stopMetrics()
 	ctx, cancel := commandContext(c)
 	defer cancel()
-	co, done, err := connect(ctx, c, metricsOptions(metrics)...)
+	co, done, err := connect(ctx, c, acts, metricsOptions(metrics)...)
 	if err != nil {
 		return err
 	}
 	defer done()
-	s, err := co.NewSession(ctx, owner, ttl)
+	s, err := co.NewSession(ctx, spec.owner, spec.ttl)
 	if err != nil {
 		return err
 	}
@@ -141,30 +127,80 @@ func run(c *cli.Context) error {
 			lg.Warn("revoking the session's lease failed; it expires after its TTL", zap.Error(err))
 		}
 	}()
-	var grant coordinator.Grant
-	if c.Bool("wait") {
-		wctx, wcancel := c.Context, context.CancelFunc(func() {})
-		if waitTimeout > 0 {
-			wctx, wcancel = context.WithTimeoutCause(c.Context, waitTimeout, fmt.Errorf("gave up waiting: --wait-timeout %v passed", waitTimeout))
-		}
-		grant, err = s.Acquire(wctx, tenant, task)
-		wcancel()
-	} else {
-		grant, err = s.Claim(ctx, tenant, task)
-	}
+	grant, err := claimToRun(c, ctx, s, spec)
 	if err != nil {
 		return err
 	}
-	lg = lg.With(zap.Int64("epoch", grant.Epoch), zap.Int64("lease-id", grant.Lease))
+	lg = lg.With(zap.Int64("epoch", grant.Epoch), zap.String("lease-id", coordinator.FormatLeaseID(grant.Lease)))
 
-	cmd := exec.Command(path, args[1:]...)
-	cmd.Args[0] = args[0]
-	cmd.Env = append(withoutCredentials(os.Environ()), childEnv(g, grant)...)
+	status, lost, err := superviseChild(c, co, s, grant, spec, lg)
+	if err != nil {
+		return err
+	}
+	if lost != nil {
+		return &ownershipLost{cause: lost, grant: grant, child: status}
+	}
+	return released(c, co, runOutput{Disposition: coordinator.Released, Grant: grant, Child: status})
+}
+
+// runSpecOf checks run's flags and command, before any I/O.
+func runSpecOf(c *cli.Context) (runSpec, error) {
+	op := commandName(c)
+	l, err := labels(c, "tenant", "task", "owner")
+	if err != nil {
+		return runSpec{}, err
+	}
+	spec := runSpec{tenant: l[0], task: l[1], owner: l[2], wait: c.Bool("wait"),
+		waitTimeout: c.Duration("wait-timeout"), killAfter: c.Duration("kill-after")}
+	if spec.ttl, err = ttlOf(c); err != nil {
+		return runSpec{}, err
+	}
+	switch {
+	case spec.killAfter < 0:
+		return runSpec{}, coordinator.Invalid(op, "--kill-after %v is negative", spec.killAfter)
+	case spec.waitTimeout < 0:
+		return runSpec{}, coordinator.Invalid(op, "--wait-timeout %v is negative", spec.waitTimeout)
+	case c.IsSet("wait-timeout") && !spec.wait:
+		return runSpec{}, coordinator.Invalid(op, "--wait-timeout bounds --wait: give both, or neither")
+	}
+	spec.args = c.Args().Slice()
+	if len(spec.args) == 0 {
+		return runSpec{}, coordinator.Invalid(op, "no command to run; see 'leasegate run --help'")
+	}
+	if spec.path, err = exec.LookPath(spec.args[0]); err != nil {
+		return runSpec{}, coordinator.Invalid(op, "command %q: %v", spec.args[0], err)
+	}
+	return spec, nil
+}
+
+// claimToRun claims the task on s: at once, or with --wait when it is
+// free (within --wait-timeout, if given).
+func claimToRun(c *cli.Context, ctx context.Context, s *coordinator.Session, spec runSpec) (coordinator.Grant, error) {
+	if !spec.wait {
+		return s.Claim(ctx, spec.tenant, spec.task)
+	}
+	wctx, wcancel := c.Context, context.CancelFunc(func() {})
+	if spec.waitTimeout > 0 {
+		wctx, wcancel = context.WithTimeoutCause(c.Context, spec.waitTimeout, fmt.Errorf("gave up waiting: --wait-timeout %v passed", spec.waitTimeout))
+	}
+	defer wcancel()
+	return s.Acquire(wctx, spec.tenant, spec.task)
+}
+
+// superviseChild starts the command with the grant in its environment and
+// waits until it exits, ownership is lost (lost, and the child is stopped)
+// or run is interrupted (the child is stopped). It returns how the child
+// ended.
+func superviseChild(c *cli.Context, co *coordinator.Coordinator, s *coordinator.Session, grant coordinator.Grant,
+	spec runSpec, lg *zap.Logger) (childStatus, *coordinator.Error, error) {
+	cmd := exec.Command(spec.path, spec.args[1:]...)
+	cmd.Args[0] = spec.args[0]
+	cmd.Env = append(withoutCredentials(os.Environ()), childEnv(globalsOf(c), grant)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.App.Reader, c.App.Writer, c.App.ErrWriter
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // bounds waiting on output pipes a grandchild holds
 	if err := cmd.Start(); err != nil {
-		return coordinator.Invalid(op, "cannot start %q: %v", args[0], err)
+		return childStatus{}, nil, coordinator.Invalid(commandName(c), "cannot start %q: %v", spec.args[0], err)
 	}
 	lg.Info("child started", zap.Int("pid", cmd.Process.Pid))
 	exited := make(chan error, 1)
@@ -180,10 +216,10 @@ func run(c *cli.Context) error {
 	case <-exited:
 	case lost = <-lostc:
 		lg.Warn("ownership lost; stopping the child", zap.String("disposition", string(lost.Disposition)), zap.String("detail", lost.Detail))
-		stopped = stopChild(cmd, exited, killAfter, lg)
+		stopped = stopChild(cmd, exited, spec.killAfter, lg)
 	case <-c.Context.Done():
 		lg.Info("interrupted; stopping the child")
-		stopped = stopChild(cmd, exited, killAfter, lg)
+		stopped = stopChild(cmd, exited, spec.killAfter, lg)
 	}
 	stopMonitor()
 	if lost == nil {
@@ -192,24 +228,26 @@ func run(c *cli.Context) error {
 	}
 	status := statusOf(cmd.ProcessState, stopped)
 	lg.Info("child ended", zap.Stringer("status", status))
-	if lost != nil {
-		return &ownershipLost{cause: lost, grant: grant, child: status}
-	}
+	return status, lost, nil
+}
 
-	out := runOutput{Disposition: coordinator.Released, Grant: grant, Child: status}
+// released releases the grant of a child that ended with ownership held,
+// and returns run's answer: the child's status. A failed release is
+// reported by the app's report (releaseFailed), not here.
+func released(c *cli.Context, co *coordinator.Coordinator, out runOutput) error {
 	rctx, rcancel := cleanupContext(c)
 	defer rcancel()
-	if err := co.Release(rctx, grant); err != nil {
+	if err := co.Release(rctx, out.Grant); err != nil {
 		out.Disposition = coordinator.DispositionOf(err)
-		fmt.Fprintf(c.App.ErrWriter, "%s\n", errorOutputOf(err).line())
+		return &releaseFailed{cause: err, out: out}
 	}
-	if g.out.json {
+	if g := globalsOf(c); g.out.json {
 		if err := g.out.result(out, table{}); err != nil {
 			return err
 		}
 	}
-	if status.ExitCode != 0 {
-		return childExit{status.ExitCode}
+	if out.Child.ExitCode != 0 {
+		return childExit{out.Child.ExitCode}
 	}
 	return nil
 }
@@ -294,23 +332,26 @@ func monitorOwnership(ctx context.Context, co *coordinator.Coordinator, s *coord
 		if lost != nil || ctx.Err() != nil {
 			return lost
 		}
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			// History from `from` is gone: ask etcd whether the grant is
-			// still current, and watch on from the revision of that answer.
-			resp, terr := co.Txn(ctx, coordinator.TxnRequest{Op: "run", Tenant: g.Tenant, Task: g.Task,
-				If: co.Guard(g), Else: co.GuardReads(g), ReadOnly: true})
-			if terr == nil && !resp.Succeeded {
-				var e *coordinator.Error
-				if errors.As(co.CheckGuard("run", g, resp.Responses), &e) {
-					return e
-				}
+		switch {
+		case errors.Is(err, rpctypes.ErrCompacted):
+			// The history from `from` to `next`, the compaction revision,
+			// is gone: ask etcd whether the grant is still current. If it
+			// is, no loss happened before the answer, which came after
+			// `next`: watch on from there. A hold keeps `from`, and the
+			// next watch asks again.
+			cerr := co.Current(ctx, g)
+			var e *coordinator.Error
+			if errors.As(cerr, &e) && e.Disposition.Class() == coordinator.ClassRefused {
+				e.Op = "run"
+				return e
 			}
-			if terr == nil {
-				next = resp.Header.Revision + 1
+			if cerr == nil {
+				from = next
 			}
+		default:
+			from = next
 		}
 		lg.Info("ownership watch cut; watching again", zap.Error(err), zap.String("owner-key", k.Owner(g.Tenant, g.Task)))
-		from = next
 		select {
 		case <-ctx.Done():
 			return nil
@@ -323,7 +364,8 @@ func monitorOwnership(ctx context.Context, co *coordinator.Coordinator, s *coord
 
 // watchOnce watches the owner key and the realm from revision `from` until
 // ownership is lost (lost != nil), ctx ends, or etcd cuts the watch (err,
-// and the revision to resume from).
+// and the revision to resume from: after ErrCompacted, the compaction
+// revision, to resume from only once the grant is known current).
 func watchOnce(ctx context.Context, co *coordinator.Coordinator, s *coordinator.Session, g coordinator.Grant, from int64) (lost *coordinator.Error, next int64, err error) {
 	k := co.Keys()
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -344,7 +386,7 @@ func watchOnce(ctx context.Context, co *coordinator.Coordinator, s *coordinator.
 			return sessionLost(g, s), next, nil
 		case resp, open = <-owner:
 			if !open || resp.Err() != nil {
-				return nil, next, cutError(resp, open)
+				return nil, max(next, resp.CompactRevision), cutError(resp, open)
 			}
 			for _, ev := range resp.Events {
 				if ev.Type == mvccpb.DELETE {
@@ -355,7 +397,7 @@ func watchOnce(ctx context.Context, co *coordinator.Coordinator, s *coordinator.
 			}
 		case resp, open = <-realm:
 			if !open || resp.Err() != nil {
-				return nil, next, cutError(resp, open)
+				return nil, max(next, resp.CompactRevision), cutError(resp, open)
 			}
 			for _, ev := range resp.Events {
 				if ev.Type == mvccpb.DELETE || string(ev.Kv.Value) != g.Realm {
