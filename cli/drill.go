@@ -58,6 +58,7 @@ the role's grant on --prefix).`,
 			"leasegate drill",
 			"leasegate drill --trials 10000 --parallel 32 -o json",
 			"leasegate drill --design naive --replay 3",
+			"leasegate drill --scenario incident",
 			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
@@ -65,6 +66,7 @@ the role's grant on --prefix).`,
 			&cli.IntFlag{Name: "parallel", Usage: "trials run at once", Value: 16},
 			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both", Value: "both"},
 			&cli.IntFlag{Name: "replay", Usage: "run only trial `N` and print its whole trajectory", Value: -1},
+			&cli.StringFlag{Name: "scenario", Usage: "replay a named scenario in both designs, side by side against its clock (incident: seed 003's timeline)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
 			metricsAddrFlag(),
 		},
@@ -74,11 +76,12 @@ the role's grant on --prefix).`,
 
 // drillSettings are the drill's flags, checked before any I/O.
 type drillSettings struct {
-	opts    []drill.Option
-	replay  int
-	keep    bool
-	trials  int
-	designs []drill.Design
+	opts     []drill.Option
+	replay   int
+	scenario drill.Scenario
+	keep     bool
+	trials   int
+	designs  []drill.Design
 }
 
 func drillFlags(c *cli.Context) (drillSettings, error) {
@@ -98,6 +101,14 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 			return s, coordinator.Invalid("drill", "--replay %d: a trial number is 0 or more", s.replay)
 		}
 		s.opts = append(s.opts, drill.WithReplay(s.replay))
+		s.trials = 1
+	}
+	if sc := c.String("scenario"); sc != "" {
+		if c.IsSet("replay") {
+			return s, coordinator.Invalid("drill", "--scenario and --replay: one or the other")
+		}
+		s.scenario = drill.Scenario(sc)
+		s.opts = append(s.opts, drill.WithScenario(s.scenario))
 		s.trials = 1
 	}
 	if c.IsSet("keep") && !endpointsOnCommandLine(c) {
@@ -176,9 +187,12 @@ func drillAction(c *cli.Context) error {
 	if runErr != nil {
 		return drillError(runErr)
 	}
-	if s.replay >= 0 {
+	switch {
+	case s.scenario != "":
+		err = printScenario(g.out, rep)
+	case s.replay >= 0:
 		err = printReplay(g.out, rep)
-	} else {
+	default:
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s))
 	}
 	if err != nil {
@@ -322,6 +336,20 @@ func secs(s drill.Seconds) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f / %.0f / %.0f", s.P50, s.P95, s.Max)
+}
+
+// printScenario prints a scenario's two runs side by side (with -o json,
+// as a replay's trials).
+func printScenario(p printer, rep *drill.Report) error {
+	if p.json || len(rep.Replayed) != 2 {
+		return printReplay(p, rep)
+	}
+	byDesign := map[drill.Design]*drill.Trajectory{}
+	for _, t := range rep.Replayed {
+		byDesign[t.Design] = t
+	}
+	_, err := io.WriteString(p.w, drill.SideBySide(byDesign[drill.Naive], byDesign[drill.Fenced]))
+	return err
 }
 
 func printReplay(p printer, rep *drill.Report) error {

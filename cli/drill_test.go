@@ -138,6 +138,20 @@ func TestDrillIgnoresEndpointsFromTheEnvironment(t *testing.T) {
 	}
 }
 
+// TestDrillScenarioIncident prints the seed's incident in both designs,
+// side by side against the seed's clock.
+func TestDrillScenarioIncident(t *testing.T) {
+	r := execApp(t, call{}, "drill", "--scenario", "incident")
+	if r.code != cli.ExitDone {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	for _, s := range []string{"NAIVE", "FENCED", "02:13:27", "A-184", "B-771", "R-009", "REFUSED at the gateway", "graders: no violation"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("output lacks %q:\n%s", s, r.stdout)
+		}
+	}
+}
+
 // TestDrillReplayEmbedded replays one trial on the embedded etcd the drill
 // starts itself, and prints its trajectory.
 func TestDrillReplayEmbedded(t *testing.T) {
@@ -177,6 +191,8 @@ func TestDrillBadInput(t *testing.T) {
 		{"drill", "--parallel", "0"},
 		{"drill", "--replay", "-2"},
 		{"drill", "--keep"},
+		{"drill", "--scenario", "outage"},
+		{"drill", "--scenario", "incident", "--replay", "1"},
 		{"drill", "extra"},
 	} {
 		r := execApp(t, call{}, args...)

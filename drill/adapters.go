@@ -58,6 +58,7 @@ func (a topologyAdapter) Apply(ctx context.Context, call ledger.Call) (ledger.Ev
 	wk, e, operation, epoch := a.wk, call.Effect, call.Operation, call.Epoch
 	wk.w.syncJournal()
 	wk.stopAt(winPromoteClaim, "after its dispatch was claimed, before the call left")
+	wk.until("call")
 	if ev, err := wk.sendable(operation); err != nil {
 		return ev, err
 	}

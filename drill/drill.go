@@ -27,6 +27,7 @@ type config struct {
 	Designs  []Design
 	Prefix   string
 	Replay   int // -1: no replay
+	Scenario Scenario
 	Logger   *zap.Logger
 	Progress func(Progress)
 	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
@@ -95,6 +96,20 @@ func WithReplay(n int) Option {
 		}
 		c.Replay = n
 		return nil
+	}
+}
+
+// WithScenario runs the named scenario in each design instead of the
+// trials (its trajectories in the report, as with WithReplay).
+func WithScenario(sc Scenario) Option {
+	return func(c *config) error {
+		for _, x := range Scenarios {
+			if sc == x {
+				c.Scenario = sc
+				return nil
+			}
+		}
+		return fmt.Errorf("scenario %q: the scenarios are %v", sc, Scenarios)
 	}
 }
 
@@ -229,7 +244,7 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		return nil, fmt.Errorf("drill: %w", err)
 	}
 	r := &runner{cfg: cfg, coord: coord, total: cfg.Trials * len(cfg.Designs)}
-	if cfg.Replay >= 0 {
+	if cfg.Replay >= 0 || cfg.Scenario != "" {
 		r.total = len(cfg.Designs)
 	}
 	rep := &Report{Fixtures: fixtures, Designs: map[Design]*DesignReport{}}
@@ -241,7 +256,7 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		rep.Designs[d] = dr
 		rep.Replayed = append(rep.Replayed, trajs...)
 	}
-	rep.Pass, rep.Why = verdict(rep, cfg.Replay >= 0)
+	rep.Pass, rep.Why = verdict(rep, cfg.Replay >= 0 || cfg.Scenario != "")
 	return rep, nil
 }
 
@@ -274,6 +289,18 @@ func verdict(rep *Report, replay bool) (bool, string) {
 // runDesign runs every trial of one design, Parallel at a time.
 func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Trajectory, error) {
 	start := time.Now()
+	if r.cfg.Scenario != "" {
+		dr := newDesignReport()
+		traj, errs := r.runScenario(ctx, d, r.cfg.Scenario)
+		if len(errs) > 0 {
+			return nil, nil, fmt.Errorf("drill: %s scenario %s: %w", d, r.cfg.Scenario, errors.Join(errs...))
+		}
+		dr.add(traj)
+		dr.Seconds = time.Since(start).Seconds()
+		dr.Cost.finish()
+		r.progress("")
+		return dr, []*Trajectory{traj}, nil
+	}
 	trials := make([]int, 0, r.cfg.Trials)
 	if r.cfg.Replay >= 0 {
 		trials = append(trials, r.cfg.Replay)
@@ -282,13 +309,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 			trials = append(trials, i)
 		}
 	}
-	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
-	for _, g := range Graders {
-		dr.Violations[g] = 0
-	}
-	for _, k := range FaultKinds {
-		dr.Faults[k] = 0
-	}
+	dr := newDesignReport()
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -335,6 +356,17 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 	r.cfg.Logger.Named("drill").Info("trials done", zap.String("tenant", r.tenant(d)), zap.Int("trials", dr.Trials),
 		zap.Int("violations", dr.TotalViolations), zap.Float64("seconds", dr.Seconds))
 	return dr, kept, firstErr
+}
+
+func newDesignReport() *DesignReport {
+	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
+	for _, g := range Graders {
+		dr.Violations[g] = 0
+	}
+	for _, k := range FaultKinds {
+		dr.Faults[k] = 0
+	}
+	return dr
 }
 
 // add scores one trajectory.

@@ -534,7 +534,9 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
 				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now), Note: by.note})
 		case ledger.Authorized:
-			wk.a.step()
+			if rec.Effect.Kind != kindPromote || !wk.until("dispatch") {
+				wk.a.step()
+			}
 			op = "dispatch"
 			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
 		case ledger.Dispatching, ledger.Unknown:

@@ -68,7 +68,9 @@ func (wk *worker) runNaive() {
 	}
 	if wk.first {
 		wk.topology()
-		wk.a.step()
+		if !wk.until("plan") {
+			wk.a.step()
+		}
 		wk.note("plan: promote %s, then point %s at it", clusterSecondary, recordName)
 		if ok, _ := wk.commanderDecides("plan", clusterSecondary); !ok {
 			wk.transition("plan", "promote", "", "REJECTED")
@@ -85,11 +87,16 @@ func (wk *worker) runNaive() {
 		wk.finishNaive()
 		return
 	}
-	for attempt := 1; attempt <= naiveAttempts && !h.completed; attempt++ {
-		key := fmt.Sprintf("%s-attempt-%d", wk.name, attempt) // a fresh key per attempt: the incident's bug
+	for attempt := 1; attempt <= w.naiveAttempts() && !h.completed; attempt++ {
+		key := w.attemptKey(wk.name, attempt) // a fresh key per attempt: the incident's bug
+		if !wk.until("dispatch") {
+			wk.a.step()
+		}
 		h.start(wk.name, key)
 		wk.transition(key, "promote", "", "STARTED")
-		wk.a.step()
+		if !wk.until("call") {
+			wk.a.step()
+		}
 		wk.stopAt(winPromoteClaim, "after its attempt started, before the call left")
 		req, err := w.topo.Promote(wk.caller(key), clusterSecondary)
 		if err == nil {
@@ -104,7 +111,9 @@ func (wk *worker) runNaive() {
 			wk.transition(key, "promote", "STARTED", to)
 			// Hold traffic on the writer it knows, then retry.
 			known := wk.topology()
-			wk.a.step()
+			if !wk.until("hold") {
+				wk.a.step()
+			}
 			wk.naiveChange(key+"-hold", known)
 			continue
 		}
@@ -127,7 +136,9 @@ func (wk *worker) runNaive() {
 // target: not revalidated), waits a little for INSYNC and records the
 // activity completed either way.
 func (wk *worker) naiveTraffic(key, target, promotion string) bool {
-	wk.a.step()
+	if !wk.failed || wk.w.s.script == nil { // the woken worker of the scenario calls at once
+		wk.a.step()
+	}
 	wk.stopAt(winTrafficClaim, "before its traffic call left")
 	id, ok := wk.naiveChange(key, target)
 	if !ok {
@@ -166,7 +177,7 @@ func (wk *worker) finishNaive() {
 		wk.w.closed = true
 		wk.note("history: recovery completed")
 	} else {
-		wk.note("history: recovery not completed after %d attempts", naiveAttempts)
+		wk.note("history: recovery not completed after %d attempts", wk.w.naiveAttempts())
 	}
 	wk.release()
 }

@@ -103,7 +103,12 @@ func (t *topology) record(e Event) {
 }
 
 // promotionDelay is how long Aurora takes to move the writer.
-func (t *topology) promotionDelay() time.Duration { return t.s.between(4*time.Second, 12*time.Second) }
+func (t *topology) promotionDelay() time.Duration {
+	if t.s.script != nil {
+		return t.s.script.promotionDelay
+	}
+	return t.s.between(4*time.Second, 12*time.Second)
+}
 
 // Promote asks the provider to make target the writer. It takes no
 // idempotency key (the caller's key travels only as the audit trail's
@@ -278,7 +283,11 @@ func (d *dns) Change(c caller, value, prerequisite string) (string, string, erro
 }
 
 func (d *dns) submit(c caller, value string) string {
-	ch := &dnsChange{id: fmt.Sprintf("C-%d", len(d.changes)+1), key: c.key, value: value, by: c.actor, epoch: c.epoch,
+	id := fmt.Sprintf("C-%d", len(d.changes)+1)
+	if d.s.script != nil {
+		id = d.s.script.changeID(c.actor, len(d.changes)+1)
+	}
+	ch := &dnsChange{id: id, key: c.key, value: value, by: c.actor, epoch: c.epoch,
 		submitted: d.s.now, status: statusPending}
 	d.changes = append(d.changes, ch)
 	if c.key != "" {
@@ -287,6 +296,9 @@ func (d *dns) submit(c caller, value string) string {
 	from := d.value
 	d.value = value
 	delay := d.s.between(2*time.Second, 8*time.Second)
+	if d.s.script != nil {
+		delay = d.s.script.dnsDelay
+	}
 	if d.longDelay {
 		delay = d.s.between(90*time.Second, 240*time.Second)
 	}
@@ -353,6 +365,9 @@ type auditEvent struct {
 // human) and the call's target.
 func (a *auditTrail) emit(method, id, key, target string) {
 	delay := a.s.between(1*time.Second, 5*time.Second)
+	if a.s.script != nil {
+		delay = a.s.script.auditDelay
+	}
 	if a.delayLong {
 		delay = a.s.between(60*time.Second, 180*time.Second)
 		if !a.delayed {

@@ -26,6 +26,8 @@ type sim struct {
 	events []*worldEvent
 	back   chan struct{} // an actor yielded or ended
 	seq    int
+	// script, when set, fixes the timings of a named scenario (scenario.go).
+	script *script
 }
 
 type worldEvent struct {

@@ -72,20 +72,7 @@ func (t *Trajectory) add(e Event) { t.Events = append(t.Events, e) }
 // etcd revision unless canonical is set: two runs of the same seed render
 // the same canonical text.
 func (t *Trajectory) Render(canonical bool) string {
-	order := map[int64]int{}
-	var epochs []int64
-	for _, e := range t.Events {
-		if e.Epoch != 0 {
-			if _, ok := order[e.Epoch]; !ok {
-				order[e.Epoch] = 0
-				epochs = append(epochs, e.Epoch)
-			}
-		}
-	}
-	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
-	for i, ep := range epochs {
-		order[ep] = i + 1
-	}
+	order := t.epochOrder()
 	var b strings.Builder
 	fmt.Fprintf(&b, "trial %d design %s: writer before the incident %s\n", t.Trial, t.Design, t.Original)
 	for _, e := range t.Events {
@@ -117,12 +104,7 @@ func (t *Trajectory) Render(canonical bool) string {
 		}
 		if d := e.Detail; d != "" {
 			if canonical { // the ledger's reasons name epochs too
-				d = epochWord.ReplaceAllStringFunc(d, func(w string) string {
-					if v, err := strconv.ParseInt(strings.TrimPrefix(w, "epoch "), 10, 64); err == nil && order[v] > 0 {
-						return fmt.Sprintf("epoch e%d", order[v])
-					}
-					return w
-				})
+				d = canonicalEpochs(order, d)
 			}
 			fmt.Fprintf(&b, " (%s)", d)
 		}
@@ -131,6 +113,44 @@ func (t *Trajectory) Render(canonical bool) string {
 	fmt.Fprintf(&b, "end: writer %s, traffic %s\n", t.FinalWriter, t.FinalTraffic)
 	return b.String()
 }
+
+// epochOrder numbers the trajectory's epochs by order of appearance
+// (their revisions' order): 1, 2, ...
+func (t *Trajectory) epochOrder() map[int64]int {
+	order := map[int64]int{}
+	var epochs []int64
+	for _, e := range t.Events {
+		if e.Epoch != 0 {
+			if _, ok := order[e.Epoch]; !ok {
+				order[e.Epoch] = 0
+				epochs = append(epochs, e.Epoch)
+			}
+		}
+	}
+	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
+	for i, ep := range epochs {
+		order[ep] = i + 1
+	}
+	return order
+}
+
+// canonicalEpochs rewrites "epoch <revision>" in s as "epoch e<n>".
+func canonicalEpochs(order map[int64]int, s string) string {
+	s = epochWord.ReplaceAllStringFunc(s, func(w string) string {
+		if v, err := strconv.ParseInt(strings.TrimPrefix(w, "epoch "), 10, 64); err == nil && order[v] > 0 {
+			return fmt.Sprintf("epoch e%d", order[v])
+		}
+		return w
+	})
+	return newestWord.ReplaceAllStringFunc(s, func(w string) string {
+		if v, err := strconv.ParseInt(strings.TrimPrefix(w, "newest grant is "), 10, 64); err == nil && order[v] > 0 {
+			return fmt.Sprintf("newest grant is e%d", order[v])
+		}
+		return w
+	})
+}
+
+var newestWord = regexp.MustCompile(`newest grant is [0-9]+`)
 
 func orDash(s string) string {
 	if s == "" {

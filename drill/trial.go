@@ -97,11 +97,20 @@ func trialRNG(seed uint64, trial int) *rand.Rand {
 // runTrial runs one trial of one design and returns its trajectory.
 func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Trajectory, []error) {
 	rng := trialRNG(r.cfg.Seed, trial)
-	p := newPlan(rng)
+	return r.runWorld(ctx, design, trial, newPlan(rng), nil, rng)
+}
+
+// runWorld runs one world: a trial's plan, or a scenario's (sc set).
+func (r *runner) runWorld(ctx context.Context, design Design, trial int, p plan, sc *script, rng *rand.Rand) (*Trajectory, []error) {
 	traj := &Trajectory{Trial: trial, Design: design, Original: clusterPrimary}
 	s := newSim(rng, traj)
+	s.script = sc
+	task, start := fmt.Sprintf("incident-%d", trial), time.Duration(0)
+	if sc != nil {
+		task, start = "incident-seed003", sc.start
+	}
 	audit := &auditTrail{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
-	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: fmt.Sprintf("incident-%d", trial), s: s,
+	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: task, s: s,
 		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{}}
 	if design == Fenced {
 		l, err := ledger.New(r.coord, ledger.WithLogger(r.cfg.Logger))
@@ -132,7 +141,10 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 			w.dns.operatorSet(p.operatorValue)
 		})
 	}
-	w.spawnWorker("worker-a", "v1", 0, true)
+	w.spawnWorker("worker-a", "v1", start, true)
+	if sc != nil {
+		s.at(sc.repairAt, "the commander's repair", w.commanderRepair)
+	}
 	if p.stopIn == "" {
 		w.spawnReplacement(p.standbyAt)
 	}
@@ -286,7 +298,9 @@ func (wk *worker) topology() string {
 // right after an approval. It returns whether it approves, and why.
 func (wk *worker) commanderDecides(operation, target string) (bool, string) {
 	w := wk.w
-	wk.a.sleep(w.s.between(3*time.Second, 15*time.Second))
+	if !wk.until("approval") {
+		wk.a.sleep(w.s.between(3*time.Second, 15*time.Second))
+	}
 	for waited := time.Duration(0); ; waited += commanderRecheck {
 		ok, why := commanderRule(target, w.topo.Lag(caller{actor: commander}), func() (string, string) {
 			return w.topo.Describe(caller{actor: commander})
@@ -325,7 +339,7 @@ func (wk *worker) stopAt(win window, what string) {
 	}
 	wk.record(Event{Kind: KindFault, Effect: string(fault), Detail: "heartbeats stop " + what + "; the process is paused"})
 	wk.expireLease()
-	wk.a.sleep(simLeaseTTL + p.takeoverPause)
+	wk.a.sleep(wk.w.leaseTTL() + p.takeoverPause)
 	wk.note("wakes up and continues where it was (%s)", win)
 }
 
@@ -334,16 +348,17 @@ func (wk *worker) stopAt(win window, what string) {
 // expiry), and the replacement starts.
 func (wk *worker) expireLease() {
 	w := wk.w
-	w.s.at(w.s.now+simLeaseTTL, "lease expires", func() {
+	ttl := w.leaseTTL()
+	w.s.at(w.s.now+ttl, "lease expires", func() {
 		err := w.run.coord.RevokeLease(w.ctx, wk.sess.Lease())
 		if err != nil && coordinator.DispositionOf(err) != coordinator.ExpiredOwner {
 			w.fail(fmt.Errorf("revoke %s's lease: %w", wk.name, err))
 		}
 		w.traj.add(Event{At: w.s.now, Kind: KindLost, Actor: wk.name, Epoch: wk.grant.Epoch,
-			Detail: "lease expired (no heartbeats for " + simLeaseTTL.String() + ")"})
+			Detail: "lease expired (no heartbeats for " + ttl.String() + ")"})
 		if w.design == Naive {
 			w.history.timeout(w, wk.name)
 		}
-		w.spawnReplacement(w.s.now)
+		w.spawnReplacement(w.s.now + w.takeoverDelay())
 	})
 }
