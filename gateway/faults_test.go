@@ -7,12 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -35,7 +40,7 @@ func authorized(t *testing.T, w *world, r *replica, task, operation string) coor
 
 // waitRecord waits, on an etcd watch, until the operation's record is in
 // state want, and returns it.
-func waitRecord(t *testing.T, w *world, c *coordinator.Coordinator, task, operation string, want ledger.State) ledger.Record {
+func waitRecord(t *testing.T, w *world, c *coordinator.Coordinator, task, operation string, want ...ledger.State) ledger.Record {
 	t.Helper()
 	ctx := lgtest.Ctx(t)
 	key := c.Keys().Effect(tenant, task, operation)
@@ -49,7 +54,7 @@ func waitRecord(t *testing.T, w *world, c *coordinator.Coordinator, task, operat
 			if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
 				t.Fatal(err)
 			}
-			if rec.State == want {
+			if slices.Contains(want, rec.State) {
 				return rec
 			}
 		}
@@ -69,12 +74,23 @@ func waitRecord(t *testing.T, w *world, c *coordinator.Coordinator, task, operat
 // it: the gateway finishes the provider call and records its answer.
 func TestAWorkerDisconnectingMidDispatchLeavesItRecorded(t *testing.T) {
 	w := newWorld(t)
-	r := w.replica()
+	gone := make(chan struct{}) // the gateway saw the worker's call end
+	r := w.replicaWrapped(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			if req.URL.Path == "/leasegate.v1.WorkerService/Dispatch" {
+				go func() { <-req.Context().Done(); close(gone) }()
+			}
+			next.ServeHTTP(rw, req)
+		})
+	})
 	g := authorized(t, w, r, "task-1", "op-1")
 	entered, release := make(chan struct{}), make(chan struct{})
 	w.provider.BeforeApply = func(ctx context.Context, _ string) {
 		close(entered)
-		<-release
+		select { // a call tied to the worker's context would end here
+		case <-release:
+		case <-ctx.Done():
+		}
 	}
 	ctx, cancel := context.WithCancel(lgtest.Ctx(t))
 	errc := make(chan error, 1)
@@ -87,8 +103,12 @@ func TestAWorkerDisconnectingMidDispatchLeavesItRecorded(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("the cancelled call answered")
 	}
+	lgtest.Wait(t, gone, "the gateway seeing the call end")
 	close(release)
-	rec := waitRecord(t, w, r.c, "task-1", "op-1", ledger.Confirmed)
+	rec := waitRecord(t, w, r.c, "task-1", "op-1", ledger.Confirmed, ledger.Unknown)
+	if rec.State != ledger.Confirmed {
+		t.Fatalf("the dispatch ended %s, want CONFIRMED: the provider call went with the worker's call", rec.State)
+	}
 	if rec.Evidence == nil || len(rec.Evidence.ProviderIDs) == 0 {
 		t.Fatalf("confirmed without evidence: %+v", rec)
 	}
@@ -285,7 +305,7 @@ func TestEtcdUnreachableIsAHold(t *testing.T) {
 func TestTheHopKeepsHoldAndUnknownApart(t *testing.T) {
 	w := newWorld(t)
 	good := w.replica()
-	lossy := w.replicaWrapped(dropAnswers("/leasegate.v1.WorkerService/Commit"))
+	lossy := w.replicaWrapped(dropAnswers("/leasegate.v1.WorkerService/Commit", "/leasegate.v1.WorkerService/GetState"))
 	ctx := lgtest.Ctx(t)
 	s := w.session(w.client(good, "worker-a"), 10*time.Second)
 	g := claim(t, s, tenant, "task-1")
@@ -293,6 +313,8 @@ func TestTheHopKeepsHoldAndUnknownApart(t *testing.T) {
 
 	_, err := w.client(lossy, "worker-a").Commit(ctx, g, in)
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	_, err = w.client(lossy, "worker-a").Get(ctx, tenant, "task-1") // a read changed nothing
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
 	rc, err := w.client(good, "worker-a").Commit(ctx, g, in)
 	if err != nil || rc.Disposition != coordinator.HistoricalRetry {
 		t.Fatalf("retry of the lost commit: %v, %s; want historical_retry (it had applied)", err, rc.Disposition)
@@ -328,12 +350,12 @@ func delayAnswers(procedure string, d time.Duration) func(http.Handler) http.Han
 	}
 }
 
-// dropAnswers runs the gateway's handler for procedure and then drops the
+// dropAnswers runs the gateway's handler for the procedures and then drops the
 // connection instead of answering: the call applied, its answer is lost.
-func dropAnswers(procedure string) func(http.Handler) http.Handler {
+func dropAnswers(procedures ...string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-			if req.URL.Path != procedure {
+			if !slices.Contains(procedures, req.URL.Path) {
 				next.ServeHTTP(rw, req)
 				return
 			}
@@ -341,4 +363,40 @@ func dropAnswers(procedure string) func(http.Handler) http.Handler {
 			panic(http.ErrAbortHandler)
 		})
 	}
+}
+
+// The KeepAlive stream renews once per message the worker sends, and never
+// on its own: a stream left open with no messages does not keep the lease.
+func TestKeepAliveRenewsOnlyPerMessage(t *testing.T) {
+	w := newWorld(t)
+	r := w.replica()
+	ctx := lgtest.Ctx(t)
+	s := w.session(w.client(r, "worker-a"), 2*time.Second)
+	claim(t, s, tenant, "streamed")
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: w.tlsOf("worker-a"), ForceAttemptHTTP2: true}}
+	stream, err := leasegatev1connect.NewWorkerServiceClient(hc, r.ts.URL, connect.WithGRPC()).KeepAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := s.Token()
+	var last time.Time
+	for range 3 {
+		if err := stream.Send(&leasegatev1.KeepAliveRequest{SessionToken: token}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Receive()
+		if err != nil {
+			t.Fatalf("KeepAlive: %v", err)
+		}
+		d := resp.GetRenewal().GetDeadline().AsTime()
+		if !d.After(last) {
+			t.Fatalf("deadline %v did not move past %v", d, last)
+		}
+		last, token = d, resp.GetRenewal().GetToken()
+		<-time.After(time.Second) // longer than half the TTL between renewals
+	}
+	// The stream stays open; nothing more is sent: the lease runs out.
+	lgtest.WaitOwnerGone(t, r.c, tenant, "streamed")
+	_ = stream.CloseRequest()
+	_ = stream.CloseResponse()
 }

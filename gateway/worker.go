@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"connectrpc.com/connect"
@@ -81,10 +80,7 @@ func (w workers) KeepAlive(ctx context.Context, stream *connect.BidiStream[lease
 	for {
 		req, err := stream.Receive()
 		if err != nil {
-			if errors.Is(err, context.Canceled) || connect.CodeOf(err) == connect.CodeCanceled {
-				return nil
-			}
-			return nil // the worker closed its side (io.EOF) or went away
+			return nil // the worker closed its side (io.EOF) or went away: nothing more is renewed
 		}
 		r, err := w.s.renew(ctx, req.GetSessionToken())
 		if err != nil {

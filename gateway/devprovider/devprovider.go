@@ -54,7 +54,9 @@ type Provider struct {
 	calls   []Call
 	n       int
 	// BeforeApply, if set, runs at the start of every Apply, after the call
-	// is in Calls: a test holds a dispatch in flight there.
+	// is in Calls: a test holds a dispatch in flight there. An Apply whose
+	// context is done when it returns applies nothing and is ambiguous, as
+	// a real call cut short would be.
 	BeforeApply func(ctx context.Context, operation string)
 }
 
@@ -117,6 +119,9 @@ func (a adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, 
 	p.mu.Unlock()
 	if before != nil {
 		before(ctx, operation)
+	}
+	if err := ctx.Err(); err != nil { // the call was cut short on our side: it may or may not arrive
+		return ledger.Evidence{}, ledger.Ambiguous(err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
