@@ -46,13 +46,8 @@ func New() *cli.App {
 	app := &cli.App{
 		Name:  "leasegate",
 		Usage: "etcd-backed leases and fences: claim, commit, inspect and run under a lease",
-		Description: `leasegate answers one question at the moment a protected write happens: is this
-actor, right now, the current owner of this task? Exit codes: 0 done, 1 refused,
-2 invalid input, 3 authority unavailable (hold), 4 outcome unknown (retry the same
-request), 5 ownership lost under 'run', 6 permission denied or unauthenticated (fix the
-prefix, role or credentials; retrying will not help), 7 no leasegate keyspace
-at --prefix (reads never create one), 130 bench interrupted (what it measured
-until then is printed).
+		Description: wrap("leasegate answers one question at the moment a protected write happens: is this "+
+			"actor, right now, the current owner of this task? "+exitCodesHelp(), 80) + `
 
 Example:
    leasegate etcd --data-dir /tmp/lg.etcd &
@@ -268,6 +263,26 @@ func noArgs(c *cli.Context) error {
 		return coordinator.Invalid(commandName(c), "unexpected argument %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c))
 	}
 	return nil
+}
+
+// wrap fills text into lines of at most width characters.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case n == 0:
+		case n+1+len(w) > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
 
 // example formats a command's description with its examples.

@@ -28,6 +28,33 @@ const (
 	ExitInterrupted = 130
 )
 
+// exitCodes says what each exit code means, in the words of the app's help
+// (exitCodesHelp); a test checks that it names every code ExitCode returns.
+var exitCodes = []struct {
+	code  int
+	means string
+}{
+	{ExitDone, "done"},
+	{ExitRefused, "refused"},
+	{ExitInvalid, "invalid input"},
+	{ExitUnavailable, "authority unavailable (hold)"},
+	{ExitOutcomeUnknown, "outcome unknown (retry the same request)"},
+	{ExitOwnershipLost, "ownership lost under 'run'"},
+	{ExitDenied, "permission denied or unauthenticated (fix the prefix, role or credentials; retrying will not help)"},
+	{ExitNotFound, "no leasegate keyspace at --prefix (reads never create one)"},
+	{ExitInterrupted, "bench interrupted (what it measured until then is printed)"},
+}
+
+// exitCodesHelp is the exit-code sentence of the app's help, from
+// exitCodes.
+func exitCodesHelp() string {
+	parts := make([]string, len(exitCodes))
+	for i, e := range exitCodes {
+		parts[i] = fmt.Sprintf("%d %s", e.code, e.means)
+	}
+	return "Exit codes: " + strings.Join(parts, ", ") + "."
+}
+
 // ExitCode maps an error returned by the app to the process's exit status.
 // `run` exits with its child's status (128+n if a signal n ended it).
 func ExitCode(err error) int {

@@ -20,3 +20,27 @@ func TestRefusalLineIsOneLine(t *testing.T) {
 		t.Fatalf("line %q", line)
 	}
 }
+
+// TestExitCodesHelpNamesEveryCode: every exit code ExitCode gives — for
+// each disposition, and for each of the app's own outcomes — is in
+// exitCodes, and the app's help carries the sentence made from it.
+func TestExitCodesHelpNamesEveryCode(t *testing.T) {
+	inTable := map[int]bool{}
+	for _, e := range exitCodes {
+		inTable[e.code] = true
+	}
+	errs := []error{nil, &ownershipLost{cause: &coordinator.Error{Disposition: coordinator.ExpiredOwner}},
+		&drillFailed{why: "x"}, &interrupted{err: errors.New("x")}, errors.New("no disposition")}
+	for _, d := range coordinator.Dispositions() {
+		errs = append(errs, &coordinator.Error{Disposition: d})
+	}
+	for _, err := range errs {
+		if code := ExitCode(err); !inTable[code] {
+			t.Errorf("ExitCode(%v) = %d, which the help's exit codes do not name", err, code)
+		}
+	}
+	if !strings.Contains(New().Description, strings.Fields(exitCodesHelp())[0]) ||
+		!strings.Contains(strings.Join(strings.Fields(New().Description), " "), exitCodesHelp()) {
+		t.Fatalf("the app's help does not carry %q", exitCodesHelp())
+	}
+}

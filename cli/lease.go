@@ -16,33 +16,47 @@ func leaseCommand() *cli.Command {
 		Name:  "lease",
 		Usage: "inspect and revoke the etcd leases that carry owner keys",
 		Subcommands: []*cli.Command{
-			{
-				Name:  "list",
-				Usage: "list every lease carrying owner keys of this keyspace",
-				Description: example(`Lists, read at one revision, every lease that carries owner keys under
+			leaseListCommand(),
+			leaseShowCommand(),
+			leaseRevokeCommand(),
+		},
+	}
+}
+
+func leaseListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list every lease carrying owner keys of this keyspace",
+		Description: example(`Lists, read at one revision, every lease that carries owner keys under
 --prefix: its ID (hex, as etcdctl prints it), its owner, the TTL it was granted
 with, the TTL etcd has left on it, and the tasks it holds. A task marked
 "stale:" has an owner key written before the last 'realm rotate': it holds
 nothing. etcdctl's 'lease list' and 'lease timetolive --keys', in tasks and
 owners. It only reads.`,
-					"leasegate lease list", "leasegate -o json lease list | jq -r '.leases[].id'"),
-				Action: leaseList,
-			},
-			{
-				Name:      "show",
-				Usage:     "show one lease: owner, granted TTL, TTL left, tasks",
-				ArgsUsage: "ID | --grant FILE",
-				Description: example(`Shows one lease, named by its ID (hex as printed, or decimal) or by a grant
+			"leasegate lease list", "leasegate -o json lease list | jq -r '.leases[].id'"),
+		Action: leaseList,
+	}
+}
+
+func leaseShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one lease: owner, granted TTL, TTL left, tasks",
+		ArgsUsage: "ID | --grant FILE",
+		Description: example(`Shows one lease, named by its ID (hex as printed, or decimal) or by a grant
 file (or claim's output): the same fields as 'lease list'. A lease etcd no
 longer knows — expired or revoked — is expired_owner (exit 1). It only reads.`,
-					"leasegate lease show 694d7c7e0c1f4a01", "leasegate lease show --grant grant.json"),
-				Flags:  []cli.Flag{grantFlag()},
-				Action: leaseShow,
-			},
-			{
-				Name:  "revoke",
-				Usage: "operator's forced expiry: revoke a leasegate lease and every owner key on it",
-				Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
+			"leasegate lease show 694d7c7e0c1f4a01", "leasegate lease show --grant grant.json"),
+		Flags:  []cli.Flag{grantFlag()},
+		Action: leaseShow,
+	}
+}
+
+func leaseRevokeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "revoke",
+		Usage: "operator's forced expiry: revoke a leasegate lease and every owner key on it",
+		Description: example(`Revokes the lease: etcd deletes every key attached to it at once, so every
 task claimed on it is vacated and its grant is refused (expired_owner) from
 then on; a 'leasegate run' holding it stops its child. --lease takes the
 ID in hex as leasegate and etcdctl print it (or decimal, or 0x and hex);
@@ -58,18 +72,16 @@ deleted with it.
 --force revokes whatever the lease carries. It is dangerous: revoking
 another application's lease deletes its keys (a lock, a registration) at
 once, and etcd lets any user revoke a lease that carries no key.`,
-					"leasegate lease revoke --lease 694d7c7e0c1f4a01",
-					"leasegate lease revoke --lease 7587883720139372801",
-					"leasegate lease revoke --grant grant.json",
-					"leasegate lease revoke --force --lease 694d7c7e0c1f4a01   # DANGEROUS: any lease, any keys"),
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
-					grantFlag(),
-					&cli.BoolFlag{Name: "force", Usage: "DANGEROUS: revoke the lease whatever keys it carries, another application's too"},
-				},
-				Action: leaseRevoke,
-			},
+			"leasegate lease revoke --lease 694d7c7e0c1f4a01",
+			"leasegate lease revoke --lease 7587883720139372801",
+			"leasegate lease revoke --grant grant.json",
+			"leasegate lease revoke --force --lease 694d7c7e0c1f4a01   # DANGEROUS: any lease, any keys"),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "lease", Usage: "lease ID: hex as printed (694d7c7e0c1f4a01), or decimal"},
+			grantFlag(),
+			&cli.BoolFlag{Name: "force", Usage: "DANGEROUS: revoke the lease whatever keys it carries, another application's too"},
 		},
+		Action: leaseRevoke,
 	}
 }
 

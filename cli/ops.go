@@ -23,60 +23,72 @@ func opsCommand() *cli.Command {
 		Name:  "ops",
 		Usage: "the effect ledger: list, show and resolve operations on external providers",
 		Subcommands: []*cli.Command{
-			{
-				Name:  "list",
-				Usage: "list effect records: operation, state, kind, target, dispatching epoch",
-				Description: example(`Lists the effect ledger's records of every tenant, of --tenant, or of one task
+			opsListCommand(),
+			opsShowCommand(),
+			opsResolveCommand(),
+		},
+	}
+}
+
+func opsListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list effect records: operation, state, kind, target, dispatching epoch",
+		Description: example(`Lists the effect ledger's records of every tenant, of --tenant, or of one task
 (--tenant and --task), read at one revision; --state keeps only records in that
 state (PROPOSED, AUTHORIZED, DISPATCHING, CONFIRMED, FAILED, UNKNOWN,
 SUPERSEDED, MANUAL_REVIEW, REJECTED). Reads only: a prefix with no keyspace is
 no_keyspace (exit 7) and nothing is written.`,
-					"leasegate ops list",
-					"leasegate ops list --tenant acme --state MANUAL_REVIEW",
-					"leasegate -o json ops list --tenant acme --task failover"),
-				Flags: []cli.Flag{tenantFlag("only this tenant's records"), taskFlag("only this task's records (needs --tenant)"),
-					&cli.StringFlag{Name: "state", Usage: "only records in this state (e.g. UNKNOWN, MANUAL_REVIEW)"}},
-				Action: opsList,
-			},
-			{
-				Name:      "show",
-				Usage:     "show one operation's record and its journal, in transition order",
-				ArgsUsage: "OPERATION",
-				Description: example(`Prints one operation's record (state, effect, digests, approval, dispatching
+			"leasegate ops list",
+			"leasegate ops list --tenant acme --state MANUAL_REVIEW",
+			"leasegate -o json ops list --tenant acme --task failover"),
+		Flags: []cli.Flag{tenantFlag("only this tenant's records"), taskFlag("only this task's records (needs --tenant)"),
+			&cli.StringFlag{Name: "state", Usage: "only records in this state (e.g. UNKNOWN, MANUAL_REVIEW)"}},
+		Action: opsList,
+	}
+}
+
+func opsShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one operation's record and its journal, in transition order",
+		ArgsUsage: "OPERATION",
+		Description: example(`Prints one operation's record (state, effect, digests, approval, dispatching
 epoch, attempts, evidence) and every journal entry of it in the order the
 transitions happened: from, to, by which call, epoch and owner of the grant
 that made it, approver, reason, evidence, and the etcd revision it was written
 at. Give the operation as the argument (before it, the flags) or --operation.
 Reads only.`,
-					"leasegate ops show --tenant acme --task failover promote-db-b",
-					"leasegate -o json ops show --tenant acme --task failover --operation promote-db-b"),
-				Flags: []cli.Flag{tenantFlag("tenant of the task"), taskFlag("task the operation belongs to"),
-					&cli.StringFlag{Name: "operation", Usage: "operation id (or give it as the argument)"}},
-				Action: opsShow,
-			},
-			{
-				Name:  "resolve",
-				Usage: "an operator's decision on an operation in MANUAL_REVIEW, journaled with approver and why",
-				Description: example(`Moves an operation that the ledger could not settle (MANUAL_REVIEW) to
+			"leasegate ops show --tenant acme --task failover promote-db-b",
+			"leasegate -o json ops show --tenant acme --task failover --operation promote-db-b"),
+		Flags: []cli.Flag{tenantFlag("tenant of the task"), taskFlag("task the operation belongs to"),
+			&cli.StringFlag{Name: "operation", Usage: "operation id (or give it as the argument)"}},
+		Action: opsShow,
+	}
+}
+
+func opsResolveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "resolve",
+		Usage: "an operator's decision on an operation in MANUAL_REVIEW, journaled with approver and why",
+		Description: example(`Moves an operation that the ledger could not settle (MANUAL_REVIEW) to
 CONFIRMED or FAILED (both need the provider's evidence: --provider-id and/or
 --evidence), SUPERSEDED or REJECTED. It is a transition like any other: fenced by
 the task's grant (--grant; a stale grant is refused) and journaled with
 --approver and --why. Any other state is refused (illegal_transition, exit 1)
 and nothing is written.`,
-					`leasegate ops resolve --grant grant.json --operation promote-db-b --to CONFIRMED --provider-id cloudtrail-4f1e --approver imani --why "CloudTrail shows the promotion; Aurora names db-b writer"`,
-					`leasegate ops resolve --grant grant.json --operation dns-1 --to SUPERSEDED --approver imani --why "traffic moved by change R-009"`),
-				Flags: []cli.Flag{
-					grantFlag(),
-					&cli.StringFlag{Name: "operation", Usage: "operation id"},
-					&cli.StringFlag{Name: "to", Usage: "CONFIRMED, FAILED, SUPERSEDED or REJECTED"},
-					&cli.StringSliceFlag{Name: "provider-id", Usage: "the provider's request, change or audit id (repeatable)"},
-					&cli.StringFlag{Name: "evidence", Usage: "evidence detail: one JSON value"},
-					&cli.StringFlag{Name: "approver", Usage: "who decides (a label)"},
-					&cli.StringFlag{Name: "why", Usage: "why: what the evidence shows"},
-				},
-				Action: opsResolve,
-			},
+			`leasegate ops resolve --grant grant.json --operation promote-db-b --to CONFIRMED --provider-id cloudtrail-4f1e --approver imani --why "CloudTrail shows the promotion; Aurora names db-b writer"`,
+			`leasegate ops resolve --grant grant.json --operation dns-1 --to SUPERSEDED --approver imani --why "traffic moved by change R-009"`),
+		Flags: []cli.Flag{
+			grantFlag(),
+			&cli.StringFlag{Name: "operation", Usage: "operation id"},
+			&cli.StringFlag{Name: "to", Usage: "CONFIRMED, FAILED, SUPERSEDED or REJECTED"},
+			&cli.StringSliceFlag{Name: "provider-id", Usage: "the provider's request, change or audit id (repeatable)"},
+			&cli.StringFlag{Name: "evidence", Usage: "evidence detail: one JSON value"},
+			&cli.StringFlag{Name: "approver", Usage: "who decides (a label)"},
+			&cli.StringFlag{Name: "why", Usage: "why: what the evidence shows"},
 		},
+		Action: opsResolve,
 	}
 }
 

@@ -13,10 +13,17 @@ func realmCommand() *cli.Command {
 		Name:  "realm",
 		Usage: "show or rotate the authority realm",
 		Subcommands: []*cli.Command{
-			{
-				Name:  "show",
-				Usage: "print the realm every grant of this keyspace carries",
-				Description: example(`Prints the realm UUID stored at <prefix>/realm. It only reads: a prefix without
+			realmShowCommand(),
+			realmRotateCommand(),
+		},
+	}
+}
+
+func realmShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "show",
+		Usage: "print the realm every grant of this keyspace carries",
+		Description: example(`Prints the realm UUID stored at <prefix>/realm. It only reads: a prefix without
 a realm is no_keyspace (exit 7), and nothing is created (claim creates it). It
 warns when the keyspace looks restored from an etcd snapshot since the realm
 was minted: the etcd cluster answering is not the one recorded with the realm
@@ -24,21 +31,22 @@ was minted: the etcd cluster answering is not the one recorded with the realm
 than it was then (a restore starts a new raft log). After a restore, old
 grants may pass again and epochs be reused until 'leasegate realm rotate'.
 The warnings are in the JSON's "warnings" field; the exit code stays 0.`,
-					"leasegate realm show",
-					"leasegate -o json realm show | jq -e '.warnings | length == 0'"),
-				Action: realmShow,
-			},
-			{
-				Name:  "rotate",
-				Usage: "write a new realm: every outstanding grant is refused from then on",
-				Description: example(`Writes a new realm UUID. Every grant issued before it is refused with
+			"leasegate realm show",
+			"leasegate -o json realm show | jq -e '.warnings | length == 0'"),
+		Action: realmShow,
+	}
+}
+
+func realmRotateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rotate",
+		Usage: "write a new realm: every outstanding grant is refused from then on",
+		Description: example(`Writes a new realm UUID. Every grant issued before it is refused with
 authority_generation_mismatch, and every 'leasegate run' stops its child. Use it
 after restoring etcd from a backup, or to cut off every owner at once. Owners
 claim again to get grants of the new realm.`,
-					"leasegate realm rotate"),
-				Action: realmRotate,
-			},
-		},
+			"leasegate realm rotate"),
+		Action: realmRotate,
 	}
 }
 
