@@ -9,10 +9,10 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # clusters. `make test` runs without the race detector, so a fresh clone
 # does not first build etcd's server for -race; `make test-race` (what CI
 # runs) adds it. README.md gives the times of both.
-test: vet
+test: vet provider-note
 	$(GO) test -count=1 -timeout 7m $(PKGS)
 
-test-race: vet
+test-race: vet provider-note
 	$(GO) test -race -count=1 -timeout 7m $(PKGS)
 
 vet:
@@ -44,9 +44,13 @@ drill: build
 # absent. `make test` runs the same tests when the servers are installed
 # and skips them with one line naming this target when not.
 PROVIDER_PKGS = postgresql bind9 bind9-dnsutils
-.PHONY: providers test-providers drill-real
+HAVE_PROVIDERS = [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null
+.PHONY: providers test-providers provider-note
+provider-note:
+	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, internal/realprov) skipped: servers absent; run make test-providers"
+
 providers:
-	@if [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null; then \
+	@if $(HAVE_PROVIDERS); then \
 		echo "providers: $(PROVIDER_PKGS) installed"; \
 	elif [ "$$(id -u)" != 0 ]; then \
 		echo "providers: installing $(PROVIDER_PKGS) needs root: sudo make providers"; exit 1; \
