@@ -129,7 +129,8 @@ var ratioDefs = []struct {
 	{BareClaimReleaseNoFence, Mutex, 0},
 	{Commit, Put, 0},
 	{Election, Mutex, 0},
-	{LedgerDispatch, Commit, 0},
+	{LedgerDispatch, Commit, 0.45},
+	{LedgerLifecycle, Commit, 0.22},
 }
 
 func (cfg *Config) check() error {
@@ -337,7 +338,11 @@ func Run(ctx context.Context, cfg Config) (out *Report, err error) {
 	// variant works and warms up connections and keys.
 	for _, v := range cfg.Variants {
 		for _, w := range workers {
-			if err := w.op(ctx, v); err != nil {
+			err := w.prepare(ctx, v)
+			if err == nil {
+				err = w.op(ctx, v)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("bench: warm-up of %s: %w", v, err)
 			}
 		}
@@ -430,6 +435,7 @@ func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, in
 		errs int
 	}
 	outs := make([]out, len(ws))
+	prep := make([]time.Duration, len(ws))
 	var wg sync.WaitGroup
 	start := time.Now()
 	stop := start.Add(d)
@@ -439,8 +445,13 @@ func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, in
 			defer wg.Done()
 			for time.Now().Before(stop) && ctx.Err() == nil {
 				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				p0 := time.Now()
+				err := w.prepare(octx, v) // untimed: it leaves the wall time too
 				t0 := time.Now()
-				err := w.op(octx, v)
+				prep[i] += t0.Sub(p0)
+				if err == nil {
+					err = w.op(octx, v)
+				}
 				el := time.Since(t0)
 				cancel()
 				if err != nil {
@@ -453,6 +464,11 @@ func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, in
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	var prepared time.Duration
+	for _, p := range prep {
+		prepared += p
+	}
+	elapsed -= prepared / time.Duration(len(ws))
 	var lat []time.Duration
 	errs := 0
 	for _, o := range outs {
@@ -488,8 +504,11 @@ func pairedCell(ctx context.Context, ws []*worker, vs []string, d time.Duration)
 				v := vs[j%len(vs)]
 				o := outs[i][v]
 				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := w.prepare(octx, v) // untimed
 				t0 := time.Now()
-				err := w.op(octx, v)
+				if err == nil {
+					err = w.op(octx, v)
+				}
 				el := time.Since(t0)
 				cancel()
 				o.busy += el

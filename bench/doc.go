@@ -19,7 +19,8 @@
 //	bare-claim-release  the claim Txn and the release Txn of leasegate, sent bare
 //	bare-claim-release-nofence  the same without the fence put (and its compare): what the claim's second key costs; not a safe protocol
 //	claim-release       Session.Claim + Coordinator.Release
-//	ledger-dispatch     one effect through the ledger: Propose, Authorize, Dispatch (claim, apply, confirm) with a provider that applies at once
+//	ledger-dispatch     one Dispatch of an AUTHORIZED record (claim, revalidate, apply, confirm) with a provider that applies at once; the record is proposed and authorized untimed
+//	ledger-lifecycle    one effect through the ledger: Propose, Authorize, Dispatch
 //
 // Guarantees: every figure comes from operations that succeeded against a
 // real etcd (an embedded member with fsync on unless told otherwise, or the

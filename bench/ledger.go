@@ -32,20 +32,52 @@ func newBenchLedger(c *coordinator.Coordinator) (*ledger.Ledger, error) {
 	return ledger.New(c, ledger.WithAdapters(benchAdapter{}))
 }
 
-// ledgerDispatch is one effect through the ledger: propose, authorize,
-// dispatch (claim, apply, confirm).
-func (w *worker) ledgerDispatch(ctx context.Context) error {
-	g, op := w.ledgerG, fmt.Sprintf("effect-%06d", w.seq)
+// prepare readies what variant v's next operation needs, outside its
+// timing: ledger-dispatch's AUTHORIZED record.
+func (w *worker) prepare(ctx context.Context, v string) error {
+	if v != LedgerDispatch {
+		return nil
+	}
+	w.seq++
+	op := fmt.Sprintf("effect-%06d", w.seq)
+	if err := w.ledgerAuthorize(ctx, op); err != nil {
+		return err
+	}
+	w.ready = op
+	return nil
+}
+
+// ledgerAuthorize proposes and authorizes operation op.
+func (w *worker) ledgerAuthorize(ctx context.Context, op string) error {
+	g := w.ledgerG
 	pre := ledger.Observation{Digest: "world-1", At: time.Now()}
 	rec, err := w.ledger.Propose(ctx, g, op, ledger.Effect{Kind: benchKind, Target: "target", Policy: "bench-v1"}, pre)
 	if err != nil {
 		return err
 	}
-	if _, err := w.ledger.Authorize(ctx, g, op, ledger.Approval{Approver: "bench", ParamsDigest: rec.ParamsDigest,
-		PreconditionDigest: pre.Digest, At: time.Now()}); err != nil {
+	_, err = w.ledger.Authorize(ctx, g, op, ledger.Approval{Approver: "bench", ParamsDigest: rec.ParamsDigest,
+		PreconditionDigest: pre.Digest, At: time.Now()})
+	return err
+}
+
+// ledgerDispatch dispatches the record prepare authorized: claim,
+// revalidate, apply, confirm.
+func (w *worker) ledgerDispatch(ctx context.Context) error {
+	return w.dispatch(ctx, w.ready)
+}
+
+// ledgerLifecycle is one effect through the ledger: propose, authorize,
+// dispatch.
+func (w *worker) ledgerLifecycle(ctx context.Context) error {
+	op := fmt.Sprintf("effect-%06d", w.seq)
+	if err := w.ledgerAuthorize(ctx, op); err != nil {
 		return err
 	}
-	rec, err = w.ledger.Dispatch(ctx, g, op)
+	return w.dispatch(ctx, op)
+}
+
+func (w *worker) dispatch(ctx context.Context, op string) error {
+	rec, err := w.ledger.Dispatch(ctx, w.ledgerG, op)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,13 @@ const (
 	Election          = "election"
 	BareClaimRelease  = "bare-claim-release"
 	ClaimRelease      = "claim-release"
-	LedgerDispatch    = "ledger-dispatch"
+	// LedgerDispatch is one Dispatch of an AUTHORIZED record (claim,
+	// revalidate, apply, confirm); the record is proposed and authorized
+	// before the operation's clock starts (worker.prepare).
+	LedgerDispatch = "ledger-dispatch"
+	// LedgerLifecycle is one effect through the ledger: Propose,
+	// Authorize, Dispatch.
+	LedgerLifecycle = "ledger-lifecycle"
 	// BareClaimReleaseNoFence is the bare pair without the fence put: not
 	// a protocol leasegate could use (see docs/performance.md), it
 	// measures what the second key of a claim costs.
@@ -35,7 +41,7 @@ const (
 )
 
 // Variants lists every variant.
-var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch}
+var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle}
 
 // benchValue is the business value every write carries.
 var benchValue = []byte("bench-value-0123456789abcdef")
@@ -69,6 +75,7 @@ type worker struct {
 	fenceValue string
 	ledger     *ledger.Ledger
 	ledgerG    coordinator.Grant
+	ready      string // ledger-dispatch's AUTHORIZED operation, made by prepare
 }
 
 func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger, id int, prefix string) (*worker, error) {
@@ -156,6 +163,8 @@ func (w *worker) op(ctx context.Context, v string) error {
 		return w.bareClaimRelease(ctx, false)
 	case LedgerDispatch:
 		return w.ledgerDispatch(ctx)
+	case LedgerLifecycle:
+		return w.ledgerLifecycle(ctx)
 	case ClaimRelease:
 		g, err := w.s.Claim(ctx, tenant, w.crTask)
 		if err != nil {

@@ -32,19 +32,19 @@ type provider struct {
 	observed       []Record      // the record every Observe was given
 	observeCalls   int
 
-	dropResponse      bool                   // apply, then lose the answer
-	pendingChange     bool                   // apply, answer a change id and an ambiguous error (not settled yet)
-	lostRequest       bool                   // the request is lost on the way: nothing applied, no answer
-	refuse            *RefusedError          // refuse definitely, applying nothing
-	noEvidence        bool                   // answer success with no evidence
-	hugeEvidence      bool                   // answer success with evidence past MaxDetailBytes
-	onApply           func(operation string) // runs inside Apply, before it applies
-	afterApply        func(operation string) // runs inside Apply, after it applied
-	observeScript     []Outcome              // outcomes Observe returns in turn (then the truth)
-	observeErr        error                  // Observe fails
-	observeBare       bool                   // Observe says applied but shows no evidence
-	preBarrier        *barrier               // Precondition waits here
-	afterPrecondition func()                 // runs at the end of Precondition
+	dropResponse  bool                   // apply, then lose the answer
+	pendingChange bool                   // apply, answer a change id and an ambiguous error (not settled yet)
+	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
+	refuse        *RefusedError          // refuse definitely, applying nothing
+	noEvidence    bool                   // answer success with no evidence
+	hugeEvidence  bool                   // answer success with evidence past MaxDetailBytes
+	onApply       func(operation string) // runs inside Apply, before it applies
+	afterApply    func(operation string) // runs inside Apply, after it applied
+	observeScript []Outcome              // outcomes Observe returns in turn (then the truth)
+	observeErr    error                  // Observe fails
+	observeBare   bool                   // Observe says applied but shows no evidence
+	preErr        error                  // Precondition cannot show the world
+	onObserve     func()                 // runs at the start of every Observe
 }
 
 func newProvider(kind string) *provider {
@@ -57,22 +57,12 @@ func (p *provider) Contract() Contract { return p.contract }
 
 func (p *provider) Precondition(ctx context.Context, e Effect) (Observation, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.preCalls++
-	b := p.preBarrier
-	p.mu.Unlock()
-	if b != nil {
-		if err := b.wait(ctx); err != nil {
-			return Observation{}, err
-		}
+	if p.preErr != nil {
+		return Observation{}, p.preErr
 	}
-	p.mu.Lock()
-	o := Observation{Digest: p.world, At: time.Now(), Detail: json.RawMessage(fmt.Sprintf(`{"writer":%q}`, p.world))}
-	after := p.afterPrecondition
-	p.mu.Unlock()
-	if after != nil {
-		after()
-	}
-	return o, nil
+	return Observation{Digest: p.world, At: time.Now(), Detail: json.RawMessage(fmt.Sprintf(`{"writer":%q}`, p.world))}, nil
 }
 
 func (p *provider) Apply(ctx context.Context, call Call) (Evidence, error) {
@@ -120,6 +110,12 @@ func (p *provider) Apply(ctx context.Context, call Call) (Evidence, error) {
 func (p *provider) Observe(ctx context.Context, rec Record) (Outcome, Evidence, error) {
 	operation := rec.Operation
 	p.mu.Lock()
+	hook := p.onObserve
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.observeCalls++
 	p.observed = append(p.observed, rec)
@@ -160,31 +156,6 @@ func (p *provider) set(f func(p *provider)) {
 	f(p)
 }
 
-// barrier releases its waiters once n of them have arrived.
-type barrier struct {
-	mu      sync.Mutex
-	n       int
-	arrived int
-	ch      chan struct{}
-}
-
-func newBarrier(n int) *barrier { return &barrier{n: n, ch: make(chan struct{})} }
-
-func (b *barrier) wait(ctx context.Context) error {
-	b.mu.Lock()
-	b.arrived++
-	if b.arrived == b.n {
-		close(b.ch)
-	}
-	b.mu.Unlock()
-	select {
-	case <-b.ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // env is one test's world: a real embedded etcd, a coordinator, a ledger
 // with a fake provider, and the first owner's grant.
 type env struct {
@@ -220,16 +191,23 @@ func promote(target string) Effect {
 // authorized proposes and authorizes operation against the provider's world now.
 func (e *env) authorized(g coordinator.Grant, operation string, eff Effect) Record {
 	e.t.Helper()
+	return e.authorizedBy(e.l, g, operation, eff)
+}
+
+// authorizedBy is authorized through ledger l (whose hints then hold the
+// record).
+func (e *env) authorizedBy(l *Ledger, g coordinator.Grant, operation string, eff Effect) Record {
+	e.t.Helper()
 	pre, err := e.p.Precondition(e.ctx, eff)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.p.set(func(p *provider) { p.preCalls-- })
-	rec, err := e.l.Propose(e.ctx, g, operation, eff, pre)
+	rec, err := l.Propose(e.ctx, g, operation, eff, pre)
 	if err != nil {
 		e.t.Fatalf("propose: %v", err)
 	}
-	rec, err = e.l.Authorize(e.ctx, g, operation, Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest,
+	rec, err = l.Authorize(e.ctx, g, operation, Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest,
 		PreconditionDigest: rec.Precondition.Digest, At: time.Now()})
 	if err != nil {
 		e.t.Fatalf("authorize: %v", err)

@@ -13,65 +13,176 @@ import (
 )
 
 // Dispatch is the gateway, the only path to an adapter's Apply. In order:
-// it reads the record under g's fence (a stale grant is refused here and
-// no adapter is called); it observes the precondition now (a changed world
-// makes the record SUPERSEDED, and nothing is dispatched); it claims the
-// dispatch — {operation, epoch, effect} into DISPATCHING — in a fenced Txn;
-// it calls Apply with the operation id as idempotency key; and it records
-// CONFIRMED (with evidence), FAILED (a definite refusal, with evidence) or
-// UNKNOWN (anything else). If g stopped being current while the call was in
-// flight, that last Txn is refused and the record stays DISPATCHING for the
-// next owner's Reconcile.
+//
+//  1. It checks the record's approval: one older than WithApprovalValidity,
+//     or given under a policy version that is no longer current
+//     (WithPolicy), does not authorize a dispatch — the record goes back to
+//     PROPOSED for a new approval, and no adapter is called.
+//  2. It claims the dispatch — {operation, epoch, effect} into DISPATCHING —
+//     in a Txn fenced by g: a stale grant is refused here, before any
+//     adapter is called; of concurrent dispatches one claims it.
+//  3. It observes the precondition now (Precondition): a changed world makes
+//     the record SUPERSEDED, a provider that cannot show it withdraws the
+//     claim (back to AUTHORIZED, a hold); nothing is sent in either case.
+//  4. It calls Apply, with the operation id as idempotency key and the
+//     approved precondition, and records CONFIRMED (with evidence), FAILED
+//     (a definite refusal, with evidence) or UNKNOWN (anything else).
+//
+// If g stopped being current while the call was in flight, that last Txn is
+// refused (the error says how) and the provider's answer is kept on the
+// DISPATCHING record under its dispatch id (Record.Answer), or on the
+// UNKNOWN record the next owner made of it: the next owner's Reconcile
+// settles from it without asking the provider again.
 //
 // The error is about the ledger's own requests (refused, hold, unknown); the
-// effect's outcome is the returned record's State. On an error the record
-// is the last one known.
+// effect's outcome is the returned record's State (CONFIRMED, FAILED,
+// UNKNOWN, SUPERSEDED, or PROPOSED when the approval no longer held). On an
+// error the record is the last one known.
 func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation string) (Record, error) {
 	const op = "dispatch"
 	if err := l.checkGrantOp(op, g, operation); err != nil {
 		return Record{}, err
 	}
-	rec, err := l.fencedRead(ctx, op, g, operation)
+	rec, err := l.hinted(ctx, op, g, operation, Authorized)
 	if err != nil {
 		return rec, err
 	}
-	if !Allowed(rec.State, Dispatching, StepDispatch) {
-		return rec, l.refuse(Dispatching, l.illegal(op, g, rec, Dispatching, ""))
+	claimed, ad, err := l.claim(ctx, g, rec)
+	if err != nil || claimed.State != Dispatching {
+		return claimed, err
 	}
-	ad, ok := l.adapters[rec.Effect.Kind]
-	if !ok {
-		return rec, coordinator.Invalid(op, "no adapter for effect kind %q", rec.Effect.Kind)
-	}
-	same, now, err := l.revalidate(ctx, ad, rec)
+	same, now, err := l.revalidate(ctx, ad, claimed)
 	if err != nil {
-		return rec, err
+		prev := rec
+		withdrawn, werr := l.persist(ctx, g, claimed, change{to: Authorized, by: StepDispatch,
+			reason: "claim withdrawn, nothing sent: " + truncate(err.Error()),
+			mutate: func(r *Record) {
+				r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID
+			}}, "claim withdrawal not recorded; retrying")
+		if werr != nil {
+			l.lg.Warn("claim not withdrawn: the record stays DISPATCHING for the next owner", l.fields(g, operation,
+				zap.String("disposition", string(coordinator.DispositionOf(werr))), zap.Error(werr))...)
+		}
+		return withdrawn, err
 	}
 	if !same {
-		return l.transition(ctx, g, rec, change{to: Superseded, by: StepSupersede,
-			reason:   fmt.Sprintf("precondition changed: approved %s (seen %s), now %s (seen %s)", seen(rec.Precondition), stamp(rec.Precondition.At), seen(now), stamp(now.At)),
-			evidence: &Evidence{Detail: now.Detail, At: now.At}})
-	}
-	at, id := l.now().UTC(), uuid.NewString()
-	claimed, err := l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch,
-		reason: fmt.Sprintf("dispatch claimed; precondition %s revalidated (seen %s)", seen(now), stamp(now.At)),
-		mutate: func(r *Record) {
-			r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = g.Epoch, g.Owner, r.Attempts+1, at, id
-		}}, "claim not recorded; retrying")
-	if err != nil {
-		return claimed, err
+		return l.persist(ctx, g, claimed, change{to: Superseded, by: StepSupersede,
+			reason:   fmt.Sprintf("precondition changed, nothing sent: approved %s (seen %s), now %s (seen %s)", seen(claimed.Precondition), stamp(claimed.Precondition.At), seen(now), stamp(now.At)),
+			evidence: &Evidence{Detail: now.Detail, At: now.At}}, "supersede not recorded; retrying")
 	}
 	actx, cancel := context.WithTimeout(ctx, l.callTimeout)
 	ev, applyErr := ad.Apply(actx, Call{Operation: operation, Effect: claimed.Effect, Epoch: g.Epoch,
 		Attempt: claimed.Attempts, Approved: claimed.Precondition})
 	cancel()
 	// The provider has answered (or not): record it even if ctx ended meanwhile.
-	return l.persist(context.WithoutCancel(ctx), g, claimed, l.outcomeOfApply(ev, applyErr), "outcome not recorded; retrying")
+	ctx = context.WithoutCancel(ctx)
+	outcome := l.outcomeOfApply(ev, applyErr)
+	out, err := l.persist(ctx, g, claimed, outcome, "outcome not recorded; retrying")
+	if err != nil && coordinator.DispositionOf(err).Class() == coordinator.ClassRefused {
+		kept, kerr := l.keepAnswer(ctx, g, claimed, outcome)
+		if kerr != nil {
+			l.lg.Warn("provider's answer not kept", l.fields(g, operation, zap.String("to", string(outcome.to)),
+				zap.String("reason", outcome.reason), zap.Error(kerr))...)
+			return out, err
+		}
+		return kept, err
+	}
+	return out, err
+}
+
+// claim moves rec, AUTHORIZED, to DISPATCHING for g — or, if its approval
+// no longer holds, back to PROPOSED. A record in another state is
+// illegal_transition, or g's own refusal if g is not current. A hint found
+// stale by the Txn's compare is decided again once, from the record that
+// Txn's Else read.
+func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Record, Adapter, error) {
+	const op = "dispatch"
+	for try := 0; ; try++ {
+		if !Allowed(rec.State, Dispatching, StepDispatch) {
+			return rec, nil, l.refuse(Dispatching, l.grantFirst(ctx, g, l.illegal(op, g, rec, Dispatching, "")))
+		}
+		ad, ok := l.adapters[rec.Effect.Kind]
+		if !ok {
+			return rec, nil, coordinator.Invalid(op, "no adapter for effect kind %q", rec.Effect.Kind)
+		}
+		lapse, err := l.lapsed(ctx, rec)
+		if err != nil {
+			return rec, nil, err
+		}
+		var out Record
+		if lapse != "" {
+			out, err = l.transition(ctx, g, rec, change{to: Proposed, by: StepExpire, reason: truncate(lapse + "; approve it again"),
+				mutate: func(r *Record) { r.Approval, r.ApprovalDigest, r.AuthorizedAt = nil, "", time.Time{} }})
+		} else {
+			at, id := l.now().UTC(), uuid.NewString()
+			out, err = l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch, reason: "dispatch claimed",
+				mutate: func(r *Record) {
+					r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = g.Epoch, g.Owner, r.Attempts+1, at, id
+				}}, "claim not recorded; retrying")
+		}
+		if try == 0 && moved(rec, out, err) {
+			rec = out // the hint was stale: decide again on the record as it is
+			continue
+		}
+		return out, ad, err
+	}
+}
+
+// lapsed says why rec's approval no longer authorizes a dispatch ("" if it
+// does): older than the approval validity, or given under a policy version
+// that is not the current one. A policy source that cannot answer is a
+// hold.
+func (l *Ledger) lapsed(ctx context.Context, rec Record) (string, error) {
+	if rec.Approval == nil {
+		return "no approval is recorded", nil
+	}
+	if expires := rec.AuthorizedAt.Add(l.validity); !l.now().Before(expires) {
+		return fmt.Sprintf("the approval by %s (recorded %s) expired at %s", rec.Approval.Approver, stamp(rec.AuthorizedAt), stamp(expires)), nil
+	}
+	cur, err := l.currentPolicy(ctx, rec)
+	if err != nil {
+		return "", err
+	}
+	if cur != rec.Approval.Policy {
+		return fmt.Sprintf("the policy changed since the approval: approved under %q, now %q", rec.Approval.Policy, cur), nil
+	}
+	return "", nil
+}
+
+// currentPolicy is the current policy version of rec's effect (WithPolicy;
+// without it, the effect's own).
+func (l *Ledger) currentPolicy(ctx context.Context, rec Record) (string, error) {
+	if l.policy == nil {
+		return rec.Effect.Policy, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.callTimeout)
+	defer cancel()
+	v, err := l.policy(cctx, rec.Effect)
+	if err == nil && v == "" {
+		err = errors.New("empty policy version")
+	}
+	if err != nil {
+		return "", &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "policy", Tenant: rec.Tenant, Task: rec.Task,
+			Detail: fmt.Sprintf("the current policy of operation %q could not be read; nothing dispatched; hold", rec.Operation), Err: err}
+	}
+	return v, nil
+}
+
+// grantFirst is refusal, unless g is not current: then g's own refusal
+// (stale_owner, expired_owner, ...), or the hold if etcd cannot tell. A
+// stale worker learns that it must stop, not what the record says.
+func (l *Ledger) grantFirst(ctx context.Context, g coordinator.Grant, refusal error) error {
+	if err := l.c.Current(ctx, g); err != nil {
+		return err
+	}
+	return refusal
 }
 
 // persist makes one transition of a dispatch, retrying within
 // WithRecordTimeout while etcd does not answer (a hold, or an unknown
 // outcome), so that a claim or a provider's answer is not lost for a moment
-// without quorum. After an attempt whose outcome is unknown, finding the
+// without quorum; it waits between attempts through WithSleep, 50 ms
+// doubling up to 1 s. After an attempt whose outcome is unknown, finding the
 // record at exactly this transition of this very dispatch (state, sequence
 // number, dispatch id) means that attempt applied.
 func (l *Ledger) persist(ctx context.Context, g coordinator.Grant, from Record, ch change, retrying string) (Record, error) {
@@ -99,7 +210,7 @@ func (l *Ledger) persist(ctx context.Context, g coordinator.Grant, from Record, 
 		}
 		l.lg.Warn(retrying, l.fields(g, from.Operation, zap.String("to", string(ch.to)),
 			zap.String("disposition", string(coordinator.DispositionOf(err))))...)
-		if sleepTimer(rctx, wait) != nil {
+		if l.sleep(rctx, wait) != nil || rctx.Err() != nil {
 			return from, err
 		}
 		wait = min(2*wait, time.Second)

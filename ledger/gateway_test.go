@@ -94,7 +94,7 @@ func TestAuthorizeBindsTheExactDigests(t *testing.T) {
 	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
 		t.Fatalf("refused approvals wrote:\n%s", d)
 	}
-	a := Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: time.Now()}
+	a := Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Policy: "policy-7", At: time.Now()}
 	got, err := e.l.Authorize(e.ctx, e.g, "op", a)
 	if err != nil || got.State != Authorized || got.ApprovalDigest != a.Digest() {
 		t.Fatalf("authorize: %+v %v", got, err)
@@ -128,8 +128,8 @@ func TestConcurrentDispatchReachesTheAdapterOnce(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		e.authorized(e.g, "op", promote("db-b"))
-		// Both callers read AUTHORIZED and revalidate before either claims.
-		e.p.set(func(p *provider) { p.preBarrier = newBarrier(2) })
+		// Both callers hold the AUTHORIZED record (the ledger's hint) and
+		// race their claims: no I/O comes before them.
 		errs := dispatchTogether(e, e.g, e.g)
 		if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("op") != 1 {
 			t.Fatalf("adapter applied %d times (errors %v)", apply, errs)
@@ -192,7 +192,7 @@ func TestChangedWorldIsSupersededNotDispatched(t *testing.T) {
 		t.Fatal("a superseded operation reached Apply")
 	}
 	_, js := e.journal("op")
-	wantStates(t, js, Proposed, Authorized, Superseded)
+	wantStates(t, js, Proposed, Authorized, Dispatching, Superseded)
 	_, err = e.l.Dispatch(e.ctx, e.g, "op")
 	lgtest.Want(t, err, coordinator.IllegalTransition)
 }
@@ -260,19 +260,24 @@ func TestDispatchRecordedWhenEtcdAnswersAgain(t *testing.T) {
 			lg, retrying := lgtest.LogSignal(tc.retries)
 			cli := cp.Client(t)
 			viaProxy := lgtest.CoordinatorOf(t, cli)
-			l, err := New(viaProxy, WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second))
+			var mu sync.Mutex
+			var waits []time.Duration // persist waits through the injected sleep
+			sleep := func(ctx context.Context, d time.Duration) error {
+				mu.Lock()
+				waits = append(waits, d)
+				mu.Unlock()
+				return sleepTimer(ctx, d)
+			}
+			l, err := New(viaProxy, WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second), WithSleep(sleep))
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.authorized(e.g, "op", promote("db-b"))
-			hook := func() { tc.fault(t, cp, cli) }
-			e.p.set(func(p *provider) {
-				if tc.claim {
-					p.afterPrecondition = hook
-				} else {
-					p.afterApply = func(string) { hook() }
-				}
-			})
+			e.authorizedBy(l, e.g, "op", promote("db-b")) // l holds the record: the claim is its first request
+			if tc.claim {
+				tc.fault(t, cp, cli)
+			} else {
+				e.p.set(func(p *provider) { p.afterApply = func(string) { tc.fault(t, cp, cli) } })
+			}
 			go func() {
 				select {
 				case <-retrying:
@@ -288,6 +293,11 @@ func TestDispatchRecordedWhenEtcdAnswersAgain(t *testing.T) {
 			wantStates(t, js, Proposed, Authorized, Dispatching, Confirmed)
 			if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("op") != 1 {
 				t.Fatalf("%d Apply calls", apply)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(waits) == 0 || waits[0] != 50*time.Millisecond {
+				t.Fatalf("persist waited %v through WithSleep; want a first wait of 50ms", waits)
 			}
 		})
 	}
@@ -349,23 +359,22 @@ func TestLostClaimIsNotMistakenForAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.authorized(e.g, "op", promote("db-b"))
+	e.authorizedBy(first, e.g, "op", promote("db-b")) // first holds the record: its claim is its first request
 	entered, release := make(chan struct{}), make(chan struct{})
 	other.set(func(p *provider) { p.onApply = func(string) { close(entered); <-release } })
 	secondDone := make(chan error, 1)
-	e.p.set(func(p *provider) {
-		p.afterPrecondition = func() {
-			cp.Stall() // the first dispatch's claim is held on the way...
-			go func() {
-				_, err := second.Dispatch(e.ctx, e.g, "op") // ...while the second claims and applies
-				secondDone <- err
-			}()
-			lgtest.Wait(t, entered, "the second dispatch to reach its adapter")
-		}
-	})
+	cp.Stall() // the first dispatch's claim is held on the way...
 	go func() {
-		select { // the first dispatch retries its claim
+		select { // ...until it is retried, while the second claims and applies
 		case <-retrying:
+		case <-time.After(lgtest.Timeout):
+		}
+		go func() {
+			_, err := second.Dispatch(e.ctx, e.g, "op")
+			secondDone <- err
+		}()
+		select {
+		case <-entered:
 		case <-time.After(lgtest.Timeout):
 		}
 		cp.Heal()
@@ -376,11 +385,85 @@ func TestLostClaimIsNotMistakenForAnother(t *testing.T) {
 	if err := <-secondDone; err != nil {
 		t.Fatalf("second dispatch: %v", err)
 	}
-	if _, apply, _ := e.p.calls(); apply != 0 {
-		t.Fatalf("the first dispatch reached its adapter %d times", apply)
+	if pre, apply, _ := e.p.calls(); pre+apply != 0 {
+		t.Fatalf("the first dispatch reached its adapter: %d precondition, %d apply calls", pre, apply)
 	}
 	rec, _ := e.journal("op")
 	if rec.State != Confirmed || rec.Attempts != 1 {
-		t.Fatalf("record %+v", rec)
+		t.Fatalf("record: state %s, attempts %d; want CONFIRMED, 1", rec.State, rec.Attempts)
+	}
+}
+
+// A provider that cannot show the world after the claim withdraws it:
+// back to AUTHORIZED as it was, nothing sent, a hold; a later dispatch
+// goes through.
+func TestUnobservableWorldWithdrawsTheClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	e.p.set(func(p *provider) { p.preErr = errObserve })
+	rec, err := e.l.Dispatch(e.ctx, e.g, "op")
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+	if rec.State != Authorized || rec.Attempts != 0 || rec.DispatchID != "" || rec.Epoch != 0 {
+		t.Fatalf("withdrawn: state %s attempts %d dispatch %q epoch %d; want AUTHORIZED as before the claim",
+			rec.State, rec.Attempts, rec.DispatchID, rec.Epoch)
+	}
+	if _, apply, _ := e.p.calls(); apply != 0 {
+		t.Fatalf("%d Apply calls", apply)
+	}
+	_, js := e.journal("op")
+	wantStates(t, js, Proposed, Authorized, Dispatching, Authorized)
+	e.p.set(func(p *provider) { p.preErr = nil })
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Confirmed || rec.Attempts != 1 {
+		t.Fatalf("dispatch after: state %s attempts %d, %v", rec.State, rec.Attempts, err)
+	}
+}
+
+// A stale grant learns that it is stale, whatever the record's state.
+func TestStaleGrantIsToldSoOnAnySettledRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	if _, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil {
+		t.Fatal(err)
+	}
+	old := e.g
+	e.takeover("worker-b")
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.StaleOwner, func() error {
+		_, err := e.l.Dispatch(e.ctx, old, "op")
+		return err
+	})
+}
+
+// A ledger's hint of a record another ledger has moved since is decided
+// again from the record as its refused Txn read it: Authorize and Dispatch
+// go through, without an error for the stale hint.
+func TestStaleHintIsDecidedAgain(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 2, 13, 24, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newEnv(t, WithClock(clock))
+	other, err := New(e.c, WithAdapters(e.p), WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := e.authorizedBy(other, e.g, "op", promote("db-b"))
+	a := *rec.Approval
+	if _, err := e.l.Authorize(e.ctx, e.g, "op", a); err != nil { // e.l's hint: AUTHORIZED at this revision
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(DefaultValidity)
+	mu.Unlock()
+	if rec, err := other.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Proposed {
+		t.Fatalf("other's dispatch of the expired approval: state %s, %v", rec.State, err)
+	}
+	if _, err := other.Authorize(e.ctx, e.g, "op", a); err != nil {
+		t.Fatal(err)
+	}
+	rec, err = e.l.Dispatch(e.ctx, e.g, "op") // e.l still holds the first AUTHORIZED revision
+	if err != nil || rec.State != Confirmed {
+		t.Fatalf("dispatch from a stale hint: state %s, %v; want CONFIRMED", rec.State, err)
 	}
 }

@@ -46,8 +46,11 @@ func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation str
 
 // Authorize binds approval a to the operation: a must name exactly the
 // record's parameter digest and precondition digest (an approval of other
-// parameters, or of another observed world, is operation_conflict). Repeating
-// the same approval of an AUTHORIZED record returns it unchanged.
+// parameters, or of another observed world, is operation_conflict), and be
+// given under the current policy version (a.Policy; empty: the current one,
+// WithPolicy). Repeating the same approval of an AUTHORIZED record returns
+// it unchanged. The approval authorizes a dispatch for WithApprovalValidity
+// from now, by the ledger's clock.
 func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation string, a Approval) (Record, error) {
 	const op = "authorize"
 	if err := l.checkGrantOp(op, g, operation); err != nil {
@@ -62,10 +65,40 @@ func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation s
 	if err := checkText("approval note", a.Note, false); err != nil {
 		return Record{}, coordinator.Invalid(op, "%v", err)
 	}
+	if a.Policy != "" {
+		if err := coordinator.CheckLabel("approval policy", a.Policy); err != nil {
+			return Record{}, coordinator.Invalid(op, "%v", err)
+		}
+	}
 	a.At = a.At.UTC()
-	rec, err := l.read(ctx, op, g, operation)
+	rec, err := l.hinted(ctx, op, g, operation, Proposed)
 	if err != nil {
 		return rec, err
+	}
+	for try := 0; ; try++ {
+		out, err := l.authorize(ctx, g, rec, a)
+		if try == 0 && moved(rec, out, err) {
+			rec = out // the hint was stale: decide again on the record as it is
+			continue
+		}
+		return out, err
+	}
+}
+
+func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record, a Approval) (Record, error) {
+	const op = "authorize"
+	if rec.State == Proposed || rec.State == Authorized {
+		cur, err := l.currentPolicy(ctx, rec)
+		if err != nil {
+			return rec, err
+		}
+		if a.Policy == "" {
+			a.Policy = cur
+		}
+		if a.Policy != cur {
+			return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
+				fmt.Sprintf("the approval was given under policy %q; the current policy of operation %q is %q", a.Policy, rec.Operation, cur))
+		}
 	}
 	if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {
 		return rec, nil
@@ -76,13 +109,14 @@ func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation s
 	switch {
 	case a.ParamsDigest != rec.ParamsDigest:
 		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("the approval is of parameters %s; operation %q has %s", short(a.ParamsDigest), operation, short(rec.ParamsDigest)))
+			fmt.Sprintf("the approval is of parameters %s; operation %q has %s", short(a.ParamsDigest), rec.Operation, short(rec.ParamsDigest)))
 	case a.PreconditionDigest != rec.Precondition.Digest:
 		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("the approval is of world %s; operation %q was proposed against %s", short(a.PreconditionDigest), operation, short(rec.Precondition.Digest)))
+			fmt.Sprintf("the approval is of world %s; operation %q was proposed against %s", short(a.PreconditionDigest), rec.Operation, short(rec.Precondition.Digest)))
 	}
+	at := l.now().UTC()
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepAuthorize, reason: "approved", approver: a.Approver,
-		mutate: func(r *Record) { r.Approval, r.ApprovalDigest = &a, a.Digest() }})
+		mutate: func(r *Record) { r.Approval, r.ApprovalDigest, r.AuthorizedAt = &a, a.Digest(), at }})
 }
 
 // Reject refuses the operation before dispatch (from PROPOSED or

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,7 +19,50 @@ type Ledger struct {
 	c        *coordinator.Coordinator
 	adapters map[string]Adapter // by kind
 	lg       *zap.Logger
+	hints    hints
 	options
+}
+
+// hints are the records this ledger last wrote or read, so that the next
+// transition of an operation can go without a read before its Txn. A hint
+// is never an answer: every Txn built from one compares the record's
+// ModRevision, so a stale hint only gets that Txn refused, and the Else of
+// the refusal reads the record as it is. Only records that a transition can
+// still leave are kept, at most maxHints of them.
+type hints struct {
+	mu sync.Mutex
+	m  map[hintKey]Record
+}
+
+type hintKey struct{ tenant, task, operation string }
+
+const maxHints = 4096
+
+func (h *hints) get(tenant, task, operation string) (Record, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rec, ok := h.m[hintKey{tenant, task, operation}]
+	return rec, ok
+}
+
+func (h *hints) put(rec Record) {
+	k := hintKey{rec.Tenant, rec.Task, rec.Operation}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rec.State == "" || rec.State.Terminal() || rec.Revision == 0 {
+		delete(h.m, k)
+		return
+	}
+	if h.m == nil {
+		h.m = map[hintKey]Record{}
+	}
+	if _, ok := h.m[k]; !ok && len(h.m) >= maxHints {
+		for old := range h.m { // any one: a lost hint costs one read
+			delete(h.m, old)
+			break
+		}
+	}
+	h.m[k] = rec
 }
 
 // New is a ledger on c's keyspace with the given adapters (WithAdapters).
@@ -29,7 +73,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 		return nil, coordinator.Invalid("ledger", "nil coordinator")
 	}
 	o := options{now: time.Now, sleep: sleepTimer, pollInitial: DefaultPollInitial, pollMax: DefaultPollMax,
-		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout, callTimeout: DefaultCallTimeout}
+		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout, callTimeout: DefaultCallTimeout, validity: DefaultValidity}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, coordinator.Invalid("ledger", "%v", err)

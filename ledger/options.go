@@ -24,6 +24,8 @@ type options struct {
 	polls         int
 	recordTimeout time.Duration
 	callTimeout   time.Duration
+	validity      time.Duration
+	policy        func(ctx context.Context, e Effect) (string, error)
 }
 
 // Defaults of the options.
@@ -33,6 +35,7 @@ const (
 	DefaultPolls         = 8
 	DefaultRecordTimeout = 10 * time.Second
 	DefaultCallTimeout   = 30 * time.Second
+	DefaultValidity      = 15 * time.Minute
 )
 
 // WithAdapters registers provider adapters, one per effect kind.
@@ -132,6 +135,37 @@ func WithCallTimeout(d time.Duration) Option {
 			return fmt.Errorf("call timeout %v must be positive", d)
 		}
 		o.callTimeout = d
+		return nil
+	}
+}
+
+// WithApprovalValidity sets how long an approval authorizes a dispatch,
+// from the moment Authorize recorded it (by the ledger's clock; default 15
+// minutes). Dispatch of a record whose approval is older does not claim
+// it: the record goes back to PROPOSED, for a new approval.
+func WithApprovalValidity(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("approval validity %v must be positive", d)
+		}
+		o.validity = d
+		return nil
+	}
+}
+
+// WithPolicy sets where the current policy version of an effect comes
+// from (a policy service, say; default: the effect's own Policy, which
+// never changes). Authorize records the version an approval was given
+// under; Dispatch asks again, and a record whose policy has changed since
+// is not dispatched: it goes back to PROPOSED, for a new approval under
+// the current policy. An error is a hold: nothing is written. The call is
+// bounded by WithCallTimeout.
+func WithPolicy(current func(ctx context.Context, e Effect) (string, error)) Option {
+	return func(o *options) error {
+		if current == nil {
+			return errors.New("nil policy source")
+		}
+		o.policy = current
 		return nil
 	}
 }

@@ -112,25 +112,19 @@ func (l *Ledger) read(ctx context.Context, op string, g coordinator.Grant, opera
 	if !found && err == nil {
 		rec = Record{Tenant: g.Tenant, Task: g.Task, Operation: operation}
 	}
+	if err == nil {
+		l.hints.put(rec)
+	}
 	return rec, err
 }
 
-// fencedRead reads one record in a Txn guarded by g: a grant that is not
-// current is refused (stale_owner, expired_owner, ...) before anything else
-// happens.
-func (l *Ledger) fencedRead(ctx context.Context, op string, g coordinator.Grant, operation string) (Record, error) {
-	key := l.c.Keys().Effect(g.Tenant, g.Task, operation)
-	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		If: l.c.Guard(g), Then: []clientv3.Op{clientv3.OpGet(key)}, Else: l.c.GuardReads(g)})
-	if err != nil {
-		return Record{}, err
+// hinted is the record of operation as this ledger last wrote or read it,
+// if it was then in state want, or else the record read now. Use it only to
+// build a transition, whose ModRevision compare makes a stale hint a
+// refusal that reads the record as it is; never to answer a caller.
+func (l *Ledger) hinted(ctx context.Context, op string, g coordinator.Grant, operation string, want State) (Record, error) {
+	if rec, ok := l.hints.get(g.Tenant, g.Task, operation); ok && rec.State == want {
+		return rec, nil
 	}
-	if !resp.Succeeded {
-		return Record{}, l.c.CheckGuard(op, g, resp.Responses)
-	}
-	rec, found, err := decodeRecord(resp.Responses[0].GetResponseRange().GetKvs())
-	if !found && err == nil {
-		rec = Record{Tenant: g.Tenant, Task: g.Task, Operation: operation}
-	}
-	return rec, err
+	return l.read(ctx, op, g, operation)
 }

@@ -35,29 +35,56 @@ func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, 
 	if err := g.Validate(); err != nil {
 		return nil, coordinator.Invalid(op, "%v", err)
 	}
-	recs, err := l.fencedList(ctx, op, g)
+	recs, err := l.currentList(ctx, op, g)
 	if err != nil {
 		return nil, err
 	}
 	var out []Record
 	for _, rec := range recs {
-		if rec.State == Dispatching && rec.Epoch < g.Epoch {
-			rec, err = l.transition(ctx, g, rec, change{to: Unknown, by: StepReconcile,
-				reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; the task has a new owner", rec.Epoch, rec.Owner)})
-			if err != nil {
-				return append(out, rec), err
+		for try := 0; ; try++ {
+			takeover := rec.State == Dispatching && rec.Epoch < g.Epoch
+			if !takeover && rec.State != Unknown {
+				break
 			}
-		}
-		if rec.State != Unknown {
-			continue
-		}
-		rec, err = l.settle(ctx, g, rec)
-		out = append(out, rec)
-		if err != nil {
-			return out, err
+			now, err := l.reconcileOne(ctx, g, rec)
+			if try < 2 && moved(rec, now, err) {
+				// It moved while we decided (an answer kept meanwhile, say):
+				// decide again on the record as its refused Txn read it.
+				rec = now
+				continue
+			}
+			out = append(out, now)
+			if err != nil {
+				return out, err
+			}
+			break
 		}
 	}
 	return out, nil
+}
+
+// reconcileOne settles one record: DISPATCHING of an older epoch, or
+// UNKNOWN. An answer kept for its last dispatch settles it without asking
+// the provider; otherwise an older epoch's dispatch becomes UNKNOWN (with
+// the evidence of an ambiguous kept answer, if any), and UNKNOWN is
+// observed (settle).
+func (l *Ledger) reconcileOne(ctx context.Context, g coordinator.Grant, rec Record) (Record, error) {
+	if out, ok, err := l.fromAnswer(ctx, g, rec); ok {
+		return out, err
+	}
+	if rec.State == Dispatching {
+		ch := change{to: Unknown, by: StepReconcile,
+			reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; the task has a new owner", rec.Epoch, rec.Owner)}
+		if a := rec.answer(); a != nil {
+			ch.reason = truncate(fmt.Sprintf("dispatch claimed by epoch %d (%s) answered ambiguously after the task got a new owner: %s", rec.Epoch, rec.Owner, a.Reason))
+			ch.evidence = a.Evidence
+		}
+		var err error
+		if rec, err = l.transition(ctx, g, rec, ch); err != nil {
+			return rec, err
+		}
+	}
+	return l.settle(ctx, g, rec)
 }
 
 // settle polls Observe for one UNKNOWN record and moves it as Reconcile
@@ -155,17 +182,16 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
 }
 
-// fencedList reads every record of g's task in a Txn guarded by g.
-func (l *Ledger) fencedList(ctx context.Context, op string, g coordinator.Grant) ([]Record, error) {
-	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		If:   l.c.Guard(g),
-		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())},
-		Else: l.c.GuardReads(g)})
-	if err != nil {
+// currentList reads every record of g's task once g is known current
+// (coordinator.Current: a stale grant is refused before anything else).
+func (l *Ledger) currentList(ctx context.Context, op string, g coordinator.Grant) ([]Record, error) {
+	if err := l.c.Current(ctx, g); err != nil {
 		return nil, err
 	}
-	if !resp.Succeeded {
-		return nil, l.c.CheckGuard(op, g, resp.Responses)
+	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())}})
+	if err != nil {
+		return nil, err
 	}
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
 	out := make([]Record, 0, len(kvs))

@@ -42,9 +42,10 @@ func TestDroppedResponseIsReconciledNotRetried(t *testing.T) {
 	}
 }
 
-// The worker dies after the provider applied, before it could persist the
-// receipt: its confirmation Txn is refused, the record stays DISPATCHING,
-// and the next owner reconciles it.
+// The worker's lease ends after the provider applied, before it could
+// persist the receipt: its confirmation Txn is refused, the answer is kept
+// on the DISPATCHING record, and the next owner settles from it without
+// asking the provider.
 func TestWorkerStoppedBeforeReceiptIsReconciledByNextOwner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -59,7 +60,10 @@ func TestWorkerStoppedBeforeReceiptIsReconciledByNextOwner(t *testing.T) {
 	rec, err := e.l.Dispatch(e.ctx, e.g, "promote")
 	lgtest.Want(t, err, coordinator.ExpiredOwner)
 	if rec.State != Dispatching || rec.Epoch != e.g.Epoch {
-		t.Fatalf("after a refused confirmation: %+v", rec)
+		t.Fatalf("after a refused confirmation: state %s epoch %d, want DISPATCHING %d", rec.State, rec.Epoch, e.g.Epoch)
+	}
+	if a := rec.answer(); a == nil || a.To != Confirmed || a.Evidence.Empty() {
+		t.Fatalf("after a refused confirmation: kept answer %+v, want CONFIRMED with evidence", rec.Answer)
 	}
 	e.p.set(func(p *provider) { p.afterApply = nil })
 	s := lgtest.Session(t, e.c, "worker-b", 10*time.Second)
@@ -71,8 +75,17 @@ func TestWorkerStoppedBeforeReceiptIsReconciledByNextOwner(t *testing.T) {
 	if n := e.p.appliedCount("promote"); n != 1 {
 		t.Fatalf("provider applied %d times", n)
 	}
+	if _, apply, obs := e.p.calls(); apply != 1 || obs != 0 {
+		t.Fatalf("%d Apply, %d Observe calls; want 1, 0 (settled from the kept answer)", apply, obs)
+	}
+	if recs[0].Answer != nil || recs[0].Evidence.Empty() {
+		t.Fatalf("settled record: answer %+v, evidence %+v; want the answer cleared and its evidence the record's", recs[0].Answer, recs[0].Evidence)
+	}
 	_, js := e.journal("promote")
-	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Confirmed)
+	wantStates(t, js, Proposed, Authorized, Dispatching, Dispatching, Confirmed)
+	if js[3].By != StepAnswer || js[3].Epoch != e.g.Epoch || js[4].By != StepReconcile || js[4].Epoch != g2.Epoch {
+		t.Fatalf("journal %+v: want the answer kept by epoch %d, settled by %d", js[3:], e.g.Epoch, g2.Epoch)
+	}
 }
 
 // Ownership moves while the provider call is in flight: the newer epoch
@@ -112,15 +125,76 @@ func TestOwnershipLostMidDispatch(t *testing.T) {
 		t.Fatal("dispatch did not return")
 	}
 	lgtest.Want(t, r.err, coordinator.StaleOwner)
-	if r.rec.State != Dispatching {
-		t.Fatalf("old owner's record %+v", r.rec)
+	if r.rec.State != Dispatching || r.rec.answer() == nil {
+		t.Fatalf("old owner's record: state %s, answer %+v; want DISPATCHING with the answer kept", r.rec.State, r.rec.Answer)
 	}
 	recs, err := e.l.Reconcile(e.ctx, g2)
 	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
 		t.Fatalf("reconcile: %+v %v", recs, err)
 	}
-	if _, apply, _ := e.p.calls(); apply != 1 || e.p.appliedCount("promote") != 1 {
-		t.Fatalf("%d Apply calls", apply)
+	if _, apply, obs := e.p.calls(); apply != 1 || obs != 0 || e.p.appliedCount("promote") != 1 {
+		t.Fatalf("%d Apply, %d Observe calls; want 1, 0", apply, obs)
+	}
+}
+
+// The answer arrives after the next owner already made the record UNKNOWN
+// (its Observe was still pending): it is kept on the UNKNOWN record, and the
+// next Reconcile settles from it with no further provider call.
+func TestAnswerAfterTheNextOwnerReconciledIsKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "promote", promote("db-b"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.p.set(func(p *provider) { p.onApply = func(string) { close(entered); <-release } })
+	done := make(chan error, 1)
+	go func() { _, err := e.l.Dispatch(e.ctx, e.g, "promote"); done <- err }()
+	lgtest.Wait(t, entered, "the dispatch to reach the provider")
+	g2 := e.takeover("worker-b")
+	e.p.set(func(p *provider) {
+		p.observeScript = []Outcome{Pending, Pending, Pending, Pending, Pending, Pending, Pending, Pending}
+	})
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Unknown {
+		t.Fatalf("first reconcile: %+v %v", recs, err)
+	}
+	_, _, observed := e.p.calls()
+	close(release)
+	var derr error
+	select {
+	case derr = <-done:
+	case <-time.After(lgtest.Timeout):
+		t.Fatal("dispatch did not return")
+	}
+	lgtest.Want(t, derr, coordinator.StaleOwner)
+	rec, js := e.journal("promote")
+	if rec.State != Unknown || rec.answer() == nil || rec.answer().To != Confirmed {
+		t.Fatalf("after the late answer: state %s answer %+v; want UNKNOWN with a CONFIRMED answer", rec.State, rec.Answer)
+	}
+	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Unknown)
+	recs, err = e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
+		t.Fatalf("second reconcile: %+v %v", recs, err)
+	}
+	if _, apply, obs := e.p.calls(); apply != 1 || obs != observed {
+		t.Fatalf("%d Apply, %d Observe calls; want 1, %d (no call after the answer)", apply, obs, observed)
+	}
+	rec, js = e.journal("promote")
+	if rec.Evidence == nil || rec.Evidence.Empty() || js[len(js)-1].Epoch != g2.Epoch {
+		t.Fatalf("confirmation: evidence %+v, by epoch %d; want the answer's evidence, by %d", rec.Evidence, js[len(js)-1].Epoch, g2.Epoch)
+	}
+}
+
+// A kept answer of an earlier dispatch is not the record's to settle from:
+// only one under the record's current dispatch id is.
+func TestAnswerOfAnotherDispatchIsIgnored(t *testing.T) {
+	t.Parallel()
+	rec := Record{DispatchID: "d-2", Answer: &Answer{DispatchID: "d-1", To: Confirmed}}
+	if rec.answer() != nil {
+		t.Fatal("an answer under dispatch d-1 was taken for dispatch d-2's")
+	}
+	rec.Answer.DispatchID = "d-2"
+	if rec.answer() == nil {
+		t.Fatal("the answer under the record's dispatch id was not found")
 	}
 }
 

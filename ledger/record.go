@@ -92,12 +92,33 @@ func (e Evidence) Empty() bool { return len(e.ProviderIDs) == 0 && len(bytes.Tri
 // Approval is one person's (or policy's) consent to exactly one set of
 // parameters under exactly one observed world: it names the digests it
 // approves, and Authorize refuses it for any other.
+//
+// Policy is the policy version it was given under: empty, Authorize fills
+// in the current one (WithPolicy); another than the current one is
+// operation_conflict. Dispatch compares it with the version current then.
 type Approval struct {
 	Approver           string    `json:"approver"`
 	ParamsDigest       string    `json:"params_digest"`
 	PreconditionDigest string    `json:"precondition_digest"`
+	Policy             string    `json:"policy,omitempty"`
 	At                 time.Time `json:"at,omitzero"`
 	Note               string    `json:"note,omitempty"`
+}
+
+// Answer is a provider's answer to one dispatch that its owner could not
+// record as the dispatch's outcome, because the owner's grant stopped being
+// current while the call was in flight. It is kept on the record under that
+// dispatch's id, never as the record's state: the next owner's Reconcile
+// settles the record from it (CONFIRMED or FAILED with its evidence, or
+// UNKNOWN with it) without asking the provider again.
+type Answer struct {
+	DispatchID string    `json:"dispatch_id"` // the dispatch it answers (Record.DispatchID)
+	Epoch      int64     `json:"epoch"`       // the grant that dispatched and received it
+	Owner      string    `json:"owner"`
+	To         State     `json:"to"` // what the dispatch would have recorded: CONFIRMED, FAILED or UNKNOWN
+	Reason     string    `json:"reason"`
+	Evidence   *Evidence `json:"evidence,omitempty"`
+	At         time.Time `json:"at"` // the ledger's clock when it was kept
 }
 
 // Record is the ledger's record of one operation: one stable operation id
@@ -113,6 +134,7 @@ type Record struct {
 	ParamsDigest   string      `json:"params_digest"`
 	Approval       *Approval   `json:"approval,omitempty"`
 	ApprovalDigest string      `json:"approval_digest,omitempty"`
+	AuthorizedAt   time.Time   `json:"authorized_at,omitzero"` // when Authorize recorded the approval (the ledger's clock): its validity runs from here
 	Precondition   Observation `json:"precondition"`
 
 	ProposedEpoch int64     `json:"proposed_epoch"`
@@ -122,9 +144,19 @@ type Record struct {
 	DispatchID    string    `json:"dispatch_id,omitempty"` // unique per claimed dispatch (attempt), never sent to the provider
 	DispatchedAt  time.Time `json:"dispatched_at,omitzero"`
 	Evidence      *Evidence `json:"evidence,omitempty"` // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
+	Answer        *Answer   `json:"answer,omitempty"`   // an answer to dispatch DispatchID its owner could no longer record; cleared by the next transition
 
 	Seq      int64 `json:"seq"`                // transitions so far; the journal entry of the last one has this number
 	Revision int64 `json:"revision,omitempty"` // etcd ModRevision of the record as read (not stored)
+}
+
+// answer is the kept answer of the record's last claimed dispatch, if any:
+// an answer under another dispatch id is not this record's to settle from.
+func (r Record) answer() *Answer {
+	if r.Answer == nil || r.DispatchID == "" || r.Answer.DispatchID != r.DispatchID {
+		return nil
+	}
+	return r.Answer
 }
 
 // Digest is the canonical digest of an effect: SHA-256 over its kind,
@@ -139,7 +171,7 @@ func Digest(e Effect) (string, error) {
 
 // Digest is the digest of an approval, stored in the record it authorized.
 func (a Approval) Digest() string {
-	return digest("leasegate-approval-v1", a.Approver, a.ParamsDigest, a.PreconditionDigest,
+	return digest("leasegate-approval-v2", a.Approver, a.ParamsDigest, a.PreconditionDigest, a.Policy,
 		a.At.UTC().Format(time.RFC3339Nano), a.Note)
 }
 

@@ -24,11 +24,19 @@ const (
 	StepPropose   Step = "propose"
 	StepAuthorize Step = "authorize"
 	StepReject    Step = "reject"
-	StepDispatch  Step = "dispatch"  // claim, then confirm / fail / unknown
-	StepSupersede Step = "supersede" // the world changed before dispatch
+	StepDispatch  Step = "dispatch"  // claim, then confirm / fail / unknown (or withdraw the claim, nothing sent)
+	StepSupersede Step = "supersede" // the world changed before the call: nothing sent
+	StepExpire    Step = "expire"    // Dispatch: the approval expired or its policy changed; nothing claimed
+	StepAnswer    Step = "answer"    // Dispatch: the provider's answer kept after the grant stopped being current
 	StepReconcile Step = "reconcile"
 	StepResolve   Step = "resolve" // an operator, from MANUAL_REVIEW only
 )
+
+// steps is every Step, for tools and tests that range over them.
+var steps = []Step{StepPropose, StepAuthorize, StepReject, StepDispatch, StepSupersede, StepExpire, StepAnswer, StepReconcile, StepResolve}
+
+// Steps returns every step (a copy).
+func Steps() []Step { return append([]Step(nil), steps...) }
 
 // Edge is one allowed transition: From to To, made by By.
 type Edge struct {
@@ -47,14 +55,21 @@ var table = []Edge{
 	{Proposed, Rejected, StepReject},
 
 	{Authorized, Rejected, StepReject},
-	{Authorized, Superseded, StepSupersede},
+	{Authorized, Proposed, StepExpire}, // the approval no longer holds: approve again
 	{Authorized, Dispatching, StepDispatch},
 
+	{Dispatching, Superseded, StepSupersede}, // revalidated after the claim: the world changed, nothing sent
+	{Dispatching, Authorized, StepDispatch},  // the claim withdrawn: the world could not be observed, nothing sent
 	{Dispatching, Confirmed, StepDispatch},
 	{Dispatching, Failed, StepDispatch},
 	{Dispatching, Unknown, StepDispatch},
-	{Dispatching, Unknown, StepReconcile}, // an older epoch's dispatch, on takeover
+	{Dispatching, Dispatching, StepAnswer},  // the answer, kept when the dispatch's grant was no longer current
+	{Dispatching, Unknown, StepReconcile},   // an older epoch's dispatch, on takeover
+	{Dispatching, Confirmed, StepReconcile}, // an older epoch's dispatch, settled from its kept answer
+	{Dispatching, Failed, StepReconcile},    // likewise
 
+	{Unknown, Unknown, StepAnswer},   // the answer, kept after the next owner made the record UNKNOWN
+	{Unknown, Failed, StepReconcile}, // settled from a kept answer: the provider's definite no
 	{Unknown, Confirmed, StepReconcile},
 	{Unknown, Authorized, StepReconcile}, // not applied, and the provider's contract makes a retry under the same id safe
 	{Unknown, ManualReview, StepReconcile},
@@ -110,20 +125,40 @@ type change struct {
 }
 
 // build is a transition's Txn and the record it writes, without I/O: the
-// table's check, the new record and its journal entry, and the compares —
-// the grant's Guard and the record's ModRevision (CreateRevision 0 to
-// create).
+// table's check, the new record and its journal entry (encode), and the
+// compares — the grant's Guard and the record's ModRevision (CreateRevision
+// 0 to create).
 func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (coordinator.TxnRequest, Record, error) {
 	op := string(ch.by)
 	if !Allowed(rec.State, ch.to, ch.by) {
 		return coordinator.TxnRequest{}, rec, l.illegal(op, g, rec, ch.to, "")
 	}
+	key, then, next, err := l.encode(g, rec, ch)
+	if err != nil {
+		return coordinator.TxnRequest{}, rec, err
+	}
+	recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)
+	if rec.State == "" {
+		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+	}
+	return coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
+		If:   append(l.c.Guard(g), recCmp),
+		Then: then,
+		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))}, next, nil
+}
+
+// encode is what a transition writes: the record's key, the puts of the
+// new record (state ch.to, seq+1, no kept answer unless ch sets one) and of
+// its journal entry, and the new record.
+func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []clientv3.Op, Record, error) {
+	op := string(ch.by)
 	k := l.c.Keys()
 	key := k.Effect(g.Tenant, g.Task, rec.Operation)
 	next := rec
 	next.State = ch.to
 	next.Seq = rec.Seq + 1
 	next.Revision = 0
+	next.Answer = nil
 	if ch.evidence != nil {
 		ev := *ch.evidence
 		next.Evidence = &ev
@@ -136,32 +171,27 @@ func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (coordinator.
 		Evidence: ch.evidence, Approver: ch.approver, At: l.now().UTC()}
 	recValue, err := json.Marshal(next)
 	if err != nil {
-		return coordinator.TxnRequest{}, rec, coordinator.Invalid(op, "record: %v", err)
+		return "", nil, rec, coordinator.Invalid(op, "record: %v", err)
 	}
 	entryValue, err := json.Marshal(entry)
 	if err != nil {
-		return coordinator.TxnRequest{}, rec, coordinator.Invalid(op, "journal entry: %v", err)
+		return "", nil, rec, coordinator.Invalid(op, "journal entry: %v", err)
 	}
-	recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)
-	if rec.State == "" {
-		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-	}
-	return coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
-		If: append(l.c.Guard(g), recCmp),
-		Then: []clientv3.Op{
-			clientv3.OpPut(key, string(recValue)),
-			clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
-		},
-		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))}, next, nil
+	return key, []clientv3.Op{
+		clientv3.OpPut(key, string(recValue)),
+		clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
+	}, next, nil
 }
 
 // transition moves rec (as read, at rec.Revision; or Revision 0 and State
 // "" to create it) by ch in one fenced Txn (build), and classifies a refusal:
 // the grant first (CheckGuard), then the record — a create that lost is
 // errExists, a record moved to a state the table does not let ch leave is
-// illegal_transition, otherwise version_conflict. A transition the table
-// forbids is refused before any I/O. Every outcome but errExists is counted
-// in the ledger's transition metric.
+// illegal_transition, otherwise version_conflict; the record returned with
+// a refusal is the one the Txn's Else read. A transition the table forbids
+// is refused before any I/O. Every outcome but errExists is counted in the
+// ledger's transition metric; every record written or read back is the
+// ledger's hint for the next transition of its operation.
 func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (_ Record, err error) {
 	defer func() {
 		if !errors.Is(err, errExists) {
@@ -194,6 +224,7 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 		if !found {
 			cur = Record{Tenant: g.Tenant, Task: g.Task, Operation: rec.Operation}
 		}
+		l.hints.put(cur)
 		if rec.State == "" {
 			// A create that lost: the caller (Propose) decides what the existing record means.
 			return cur, errExists
@@ -206,9 +237,19 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 				rec.Operation, rec.Revision, cur.Revision))
 	}
 	next.Revision = resp.Header.Revision
+	l.hints.put(next)
 	l.lg.Info("transition", l.fields(g, rec.Operation, zap.String("from", string(rec.State)),
 		zap.String("to", string(ch.to)), zap.String("reason", ch.reason))...)
 	return next, nil
+}
+
+// moved reports whether a transition from rec was refused because the
+// record had moved (version_conflict, or illegal_transition from where it
+// is now): out, read by the refused Txn's Else, is then the record to
+// decide on.
+func moved(rec, out Record, err error) bool {
+	d := coordinator.DispositionOf(err)
+	return (d == coordinator.VersionConflict || d == coordinator.IllegalTransition) && out.Revision != rec.Revision
 }
 
 // applyOnce is transition for an operator's or a caller's decision (Reject,

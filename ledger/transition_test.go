@@ -3,6 +3,10 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,7 +14,49 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-var steps = []Step{StepPropose, StepAuthorize, StepReject, StepDispatch, StepSupersede, StepReconcile, StepResolve}
+// The steps the table test ranges over are every Step the package
+// declares, read from its source: a new Step cannot go untested silently.
+// Every one of them makes at least one transition of the table.
+func TestStepsAreEveryDeclaredStep(t *testing.T) {
+	t.Parallel()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []Step
+	for _, f := range pkgs["ledger"].Files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Step" {
+					continue
+				}
+				for _, v := range vs.Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Fatalf("a Step constant whose value is not a string literal: %T", v)
+					}
+					declared = append(declared, Step(lit.Value[1:len(lit.Value)-1]))
+				}
+			}
+		}
+	}
+	got := Steps()
+	slices.Sort(declared)
+	slices.Sort(got)
+	if !slices.Equal(declared, got) {
+		t.Fatalf("Steps() is %v; the package declares %v", got, declared)
+	}
+	for _, st := range got {
+		if !slices.ContainsFunc(table, func(e Edge) bool { return e.By == st }) {
+			t.Errorf("step %s makes no transition of the table", st)
+		}
+	}
+}
 
 // Every (from, to, step) the table does not hold is refused with
 // illegal_transition and writes nothing; every one it holds applies and
