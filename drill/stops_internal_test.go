@@ -84,7 +84,9 @@ func TestStopBetweenClaimAndCall(t *testing.T) {
 			t.Errorf("%s: promotion calls under %v, want one, of a second intent", fault, keys)
 		}
 		want := "DISPATCHING->UNKNOWN UNKNOWN->MANUAL_REVIEW MANUAL_REVIEW->FAILED"
-		if got := path(tr, []string{op}); !strings.Contains(got, want) {
+		// An answer worker-a kept on the UNKNOWN record (ledger step answer)
+		// changes no state.
+		if got := strings.ReplaceAll(path(tr, []string{op}), "UNKNOWN->UNKNOWN ", ""); !strings.Contains(got, want) {
 			t.Errorf("%s: promotion went %s, want it to contain %s\n%s", fault, got, want, text)
 		}
 		refused := false

@@ -74,13 +74,25 @@ func (l *Ledger) keepAnswer(ctx context.Context, g coordinator.Grant, claimed Re
 }
 
 // fromAnswer settles rec (DISPATCHING of an older epoch, or UNKNOWN) from
-// the answer kept for its last dispatch: CONFIRMED or FAILED with the
-// provider's evidence. An ambiguous answer settles nothing: ok is false,
-// and the caller goes on as without one.
+// the answer kept for its last dispatch: CONFIRMED with the provider's
+// evidence; a definite refusal is FAILED for a DISPATCHING record (what the
+// dispatch would have recorded), and for an UNKNOWN one it is what a lookup
+// by id would show — not applied — decided as Observe's NotApplied is (an
+// uncertain operation settles only by confirmation, supersession, a retry
+// the contract allows, or review). An ambiguous answer settles nothing: ok
+// is false, and the caller goes on as without one.
 func (l *Ledger) fromAnswer(ctx context.Context, g coordinator.Grant, rec Record) (_ Record, ok bool, err error) {
 	a := rec.answer()
 	if a == nil || (a.To != Confirmed && a.To != Failed) || a.Evidence == nil || a.Evidence.Empty() {
 		return rec, false, nil
+	}
+	if a.To == Failed && rec.State == Unknown {
+		ad, found := l.adapters[rec.Effect.Kind]
+		if !found {
+			return rec, true, coordinator.Invalid("reconcile", "no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation)
+		}
+		out, err := l.notApplied(ctx, g, ad, rec, *a.Evidence)
+		return out, true, err
 	}
 	l.c.Metrics().ReconcilerAction("answered")
 	out, err := l.transition(ctx, g, rec, change{to: a.To, by: StepReconcile, evidence: a.Evidence,

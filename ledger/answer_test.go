@@ -147,3 +147,35 @@ func TestAnswerKeptWhileTheNextOwnerObserves(t *testing.T) {
 	_, js := e.journal("op")
 	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Unknown, Confirmed)
 }
+
+// A definite refusal kept on an UNKNOWN record is read as "not applied"
+// for that dispatch: a retry-safe contract puts it back to AUTHORIZED, with
+// no Observe; an uncertain operation never ends FAILED by itself.
+func TestKeptRefusalOfAnUnknownRecordIsNotApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.p.set(func(p *provider) {
+		p.refuse = &RefusedError{Reason: "validation", Evidence: Evidence{ProviderIDs: []string{"req-refused"}}}
+		p.onApply = func(string) { close(entered); <-release }
+	})
+	done := make(chan error, 1)
+	go func() { _, err := e.l.Dispatch(e.ctx, e.g, "op"); done <- err }()
+	lgtest.Wait(t, entered, "the dispatch to reach the provider")
+	g2 := e.takeover("worker-b")
+	e.p.set(func(p *provider) { p.observeScript = slices.Repeat([]Outcome{Pending}, DefaultPolls) })
+	if recs, err := e.l.Reconcile(e.ctx, g2); err != nil || len(recs) != 1 || recs[0].State != Unknown {
+		t.Fatalf("first reconcile: %+v %v; want UNKNOWN", recs, err)
+	}
+	_, _, observed := e.p.calls()
+	close(release)
+	lgtest.Want(t, <-done, coordinator.StaleOwner)
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Authorized {
+		t.Fatalf("second reconcile: %+v %v; want AUTHORIZED (retry-safe, not applied)", recs, err)
+	}
+	if _, _, obs := e.p.calls(); obs != observed {
+		t.Fatalf("%d Observe calls after the kept refusal, want none", obs-observed)
+	}
+}

@@ -467,3 +467,29 @@ func TestStaleHintIsDecidedAgain(t *testing.T) {
 		t.Fatalf("dispatch from a stale hint: state %s, %v; want CONFIRMED", rec.State, err)
 	}
 }
+
+// A hint in another state than the call decides from is not used: the
+// record is read. Here this ledger last saw the record UNKNOWN; another
+// ledger's Reconcile put it back to AUTHORIZED for a retry; Dispatch reads
+// it and dispatches.
+func TestHintInAnotherStateIsReadAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other, err := New(e.c, WithAdapters(e.p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.authorized(e.g, "op", promote("db-b"))
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown { // e.l's hint: UNKNOWN
+		t.Fatalf("dispatch: state %s, %v; want UNKNOWN", rec.State, err)
+	}
+	e.p.set(func(p *provider) { p.lostRequest = false })
+	g2 := e.takeover("worker-b")
+	if recs, err := other.Reconcile(e.ctx, g2); err != nil || len(recs) != 1 || recs[0].State != Authorized {
+		t.Fatalf("other's reconcile: %+v %v; want AUTHORIZED", recs, err)
+	}
+	if rec, err := e.l.Dispatch(e.ctx, g2, "op"); err != nil || rec.State != Confirmed {
+		t.Fatalf("dispatch after another ledger's reconcile: state %s, %v; want CONFIRMED", rec.State, err)
+	}
+}

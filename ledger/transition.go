@@ -68,8 +68,7 @@ var table = []Edge{
 	{Dispatching, Confirmed, StepReconcile}, // an older epoch's dispatch, settled from its kept answer
 	{Dispatching, Failed, StepReconcile},    // likewise
 
-	{Unknown, Unknown, StepAnswer},   // the answer, kept after the next owner made the record UNKNOWN
-	{Unknown, Failed, StepReconcile}, // settled from a kept answer: the provider's definite no
+	{Unknown, Unknown, StepAnswer}, // the answer, kept after the next owner made the record UNKNOWN
 	{Unknown, Confirmed, StepReconcile},
 	{Unknown, Authorized, StepReconcile}, // not applied, and the provider's contract makes a retry under the same id safe
 	{Unknown, ManualReview, StepReconcile},

@@ -37,6 +37,7 @@ const (
 	intentGo    = "ledger/intent.go"
 	decodeGo    = "ledger/decode.go"
 	resolveGo   = "ledger/resolve.go"
+	readsGo     = "ledger/reads.go"
 )
 
 // ind is one single-edit independent mutation, run against its package and
@@ -336,13 +337,13 @@ var indepMutations = []Mutation{
 	ind("ledger/table-confirmed-reauthorized", transitionGo, "the table lets reconcile move a CONFIRMED record back to AUTHORIZED",
 		`{Dispatching, Confirmed, StepDispatch},`, "{Dispatching, Confirmed, StepDispatch},\n\t{Confirmed, Authorized, StepReconcile},"),
 	ind("ledger/table-no-takeover-unknown", transitionGo, "the table lacks DISPATCHING to UNKNOWN by reconcile (an older epoch's dispatch)",
-		`{Dispatching, Unknown, StepReconcile}, // an older epoch's dispatch, on takeover`, ``),
+		`{Dispatching, Unknown, StepReconcile},   // an older epoch's dispatch, on takeover`, ``),
 	ind("ledger/record-compare-exists", transitionGo, "a transition compares only that the record exists, not its revision",
 		`recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)`, `recCmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)`),
 	ind("ledger/journal-overwrite", transitionGo, "a transition's journal entry is written under the previous seq",
 		`clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
 	ind("ledger/transition-unguarded", transitionGo, "a transition is not fenced by the grant",
-		`If: append(l.c.Guard(g), recCmp),`, `If: []clientv3.Cmp{recCmp},`),
+		`If:   append(l.c.Guard(g), recCmp),`, `If:   []clientv3.Cmp{recCmp},`),
 	ind("ledger/same-decision-any-epoch", transitionGo, "a repeated Reject/Resolve under another grant is taken as the same decision",
 		`t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner`, `t.By == ch.by && t.Owner == g.Owner`),
 	ind("ledger/moved-illegal-as-conflict", transitionGo, "a record that moved to a state the step may not leave is version_conflict, not illegal_transition",
@@ -368,12 +369,12 @@ var indepMutations = []Mutation{
 		`out.Seq == from.Seq+1 && out.DispatchID == want.DispatchID:`, `out.Seq == from.Seq+1:`),
 	ind("ledger/persist-unknown-forgotten", gatewayGo, "a transition whose answer was lost is retried as if it never applied",
 		`unknown = true`, ``),
-	ind("ledger/dispatch-unfenced-read", gatewayGo, "Dispatch reads the record without the grant's guard: a stale grant reaches the adapter's Precondition",
-		`rec, err := l.fencedRead(ctx, op, g, operation)`, `rec, err := l.read(ctx, op, g, operation)`),
+	ind("ledger/dispatch-any-hint", readsGo, "Dispatch and Authorize decide on the ledger's hint of a record whatever state it was in, instead of reading it",
+		`if rec, ok := l.hints.get(g.Tenant, g.Task, operation); ok && rec.State == want {`, `if rec, ok := l.hints.get(g.Tenant, g.Task, operation); ok {`),
 	ind("ledger/apply-old-epoch", gatewayGo, "Apply is called with the record's previous epoch, not the dispatching grant's",
 		"Epoch: g.Epoch,\n\t\tAttempt: claimed.Attempts", "Epoch: rec.Epoch,\n\t\tAttempt: claimed.Attempts"),
 	ind("ledger/outcome-cancellable", gatewayGo, "the provider's answer is recorded under the caller's context: a cancel after Apply loses it",
-		`return l.persist(context.WithoutCancel(ctx), g, claimed,`, `return l.persist(ctx, g, claimed,`),
+		`ctx = context.WithoutCancel(ctx)`, `_ = context.WithoutCancel(ctx)`),
 	ind("ledger/confirm-without-evidence", gatewayGo, "an Apply that answered without evidence is CONFIRMED",
 		`case err == nil && !ev.Empty():`, `case err == nil:`),
 	ind("ledger/refused-without-evidence-failed", gatewayGo, "a refusal without evidence is FAILED",
@@ -391,7 +392,7 @@ var indepMutations = []Mutation{
 
 	// ---- ledger/reconcile.go
 	ind("reconcile/own-epoch", reconcileGo, "Reconcile marks this epoch's own in-flight dispatch UNKNOWN",
-		`if rec.State == Dispatching && rec.Epoch < g.Epoch {`, `if rec.State == Dispatching && rec.Epoch <= g.Epoch {`),
+		`takeover := rec.State == Dispatching && rec.Epoch < g.Epoch`, `takeover := rec.State == Dispatching && rec.Epoch <= g.Epoch`),
 	ind("reconcile/applied-no-evidence", reconcileGo, "an Observe of applied without evidence is CONFIRMED",
 		`case outcome == Applied && ev.Empty():`, `case false:`),
 	indN("reconcile/not-applied-trusted-without-lookup", reconcileGo, "without a lookup by id, one observation of not applied is trusted at once",
