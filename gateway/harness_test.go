@@ -38,7 +38,7 @@ var callers = []string{"worker-a", "worker-b", "worker-other", "approver", "oper
 // world is one etcd cluster, the certificates, the simulated provider and
 // the identities every server of a test shares.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	cl       *embedtest.Cluster
 	etcd     *clientv3.Client // the test's own view of etcd
 	certs    gateway.DevCerts
