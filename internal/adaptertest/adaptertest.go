@@ -32,6 +32,9 @@ type Env struct {
 	A   *coordinator.Session // worker-a
 	G   coordinator.Grant    // worker-a's grant
 	Cl  *embedtest.Cluster
+
+	offset atomic.Int64           // added to the ledger's clock (Advance)
+	policy atomic.Pointer[string] // the current policy version (SetPolicy); nil: the effect's own
 }
 
 // New starts etcd, a coordinator, the ledger with adapters (and opts),
@@ -40,16 +43,36 @@ func New(t testing.TB, adapters []ledger.Adapter, opts ...ledger.Option) *Env {
 	t.Helper()
 	cl := embedtest.NewCluster(t)
 	c := lgtest.Coordinator(t, cl)
+	e := &Env{T: t, Ctx: lgtest.Ctx(t), C: c, Cl: cl}
 	l, err := ledger.New(c, append([]ledger.Option{ledger.WithAdapters(adapters...),
-		ledger.WithPolling(20*time.Millisecond, 200*time.Millisecond, 6)}, opts...)...)
+		ledger.WithPolling(20*time.Millisecond, 200*time.Millisecond, 6),
+		ledger.WithClock(e.now), ledger.WithPolicy(e.currentPolicy)}, opts...)...)
 	if err != nil {
 		t.Fatalf("ledger.New: %v", err)
 	}
-	e := &Env{T: t, Ctx: lgtest.Ctx(t), C: c, L: l, Cl: cl}
+	e.L = l
 	e.A = lgtest.Session(t, c, "worker-a", 10*time.Second)
 	e.G = lgtest.Claim(t, e.A, Tenant, Task)
 	return e
 }
+
+// now is the ledger's clock: real time, moved on by Advance.
+func (e *Env) now() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
+
+// Advance moves the ledger's clock on by d (an approval ages, say).
+func (e *Env) Advance(d time.Duration) { e.offset.Add(int64(d)) }
+
+// currentPolicy is the ledger's policy source: SetPolicy's version, or the
+// effect's own.
+func (e *Env) currentPolicy(_ context.Context, eff ledger.Effect) (string, error) {
+	if p := e.policy.Load(); p != nil {
+		return *p, nil
+	}
+	return eff.Policy, nil
+}
+
+// SetPolicy makes v the current policy version of every effect.
+func (e *Env) SetPolicy(v string) { e.policy.Store(&v) }
 
 // Authorized proposes operation with effect e under g, the world as the
 // adapter sees it now, and authorizes exactly that (approver darius).
