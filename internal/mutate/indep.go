@@ -248,8 +248,8 @@ var indepMutations = []Mutation{
 		`if err := c.checkTxn(r); err != nil {`, `if err := c.checkTxn(r); err != nil && false {`),
 
 	// ---- coordinator/leases.go
-	ind("leases/stale-unmarked", leasesGo, "an owner key older than the realm is not marked stale in lease listings",
-		`Stale: realm != nil && kv.ModRevision < realm.ModRevision})`, `Stale: false})`),
+	ind("leases/stale-unmarked", leasesGo, "lease listings compare owner keys with the realm's CreateRevision: keys from before a rotation are not stale",
+		`Stale: realm != nil && kv.ModRevision < realm.ModRevision})`, `Stale: realm != nil && kv.ModRevision < realm.CreateRevision})`),
 	ind("lease/zero-id", leasesGo, "Lease(0) is sent to etcd instead of refused as invalid_input",
 		"if id <= 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"", "if id < 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\""),
 	ind("lease/expired-shown", leasesGo, "an expired lease is shown empty instead of expired_owner",

@@ -1,0 +1,122 @@
+package ledger
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// notAppliedAfter dispatches op with its request lost (the provider shows
+// it not applied) and moves the clock on by later: the record is UNKNOWN,
+// for a new owner to reconcile.
+func notAppliedAfter(t *testing.T, e *env, advance func(time.Duration), later time.Duration) {
+	t.Helper()
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	e.authorized(e.g, "op", promote("db-b"))
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	advance(later)
+	e.p.set(func(p *provider) { p.lostRequest = false })
+}
+
+func fakeClock() (func() time.Time, func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 2, 13, 24, 0, time.UTC)
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
+// TestNotAppliedExactlyARetentionLaterIsManualReview: the provider
+// remembers an id for its Retention; a retry exactly that long after the
+// first dispatch is no longer covered, so the record goes to MANUAL_REVIEW,
+// not back to AUTHORIZED (pinned for indep/reconcile/retention-boundary).
+func TestNotAppliedExactlyARetentionLaterIsManualReview(t *testing.T) {
+	t.Parallel()
+	clock, advance := fakeClock()
+	e := newEnv(t, WithClock(clock))
+	notAppliedAfter(t, e, advance, time.Hour) // the provider's Retention
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != ManualReview {
+		t.Fatalf("reconcile exactly one retention after the dispatch: %+v %v; want MANUAL_REVIEW", recs, err)
+	}
+}
+
+// TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded: when the
+// provider cannot show the world at reconcile time, the ledger does not
+// know that it changed: the record is not SUPERSEDED (it goes back to
+// AUTHORIZED, and Dispatch revalidates before any retry) (pinned for
+// indep/reconcile/precondition-error-supersedes).
+func TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, WithCallTimeout(500*time.Millisecond))
+	notAppliedAfter(t, e, func(time.Duration) {}, 0)
+	e.p.set(func(p *provider) { p.preBarrier = newBarrier(2) }) // nobody else arrives: Precondition runs out of time
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	if err != nil || len(recs) != 1 || recs[0].State != Authorized {
+		t.Fatalf("reconcile with the precondition unobservable: %+v %v; want AUTHORIZED, not SUPERSEDED", recs, err)
+	}
+}
+
+// TestProviderAnswerIsRecordedAfterTheCallerGivesUp: once Apply returned,
+// its answer is recorded even if the caller's context ended meanwhile
+// (pinned for indep/ledger/outcome-cancellable).
+func TestProviderAnswerIsRecordedAfterTheCallerGivesUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	e.p.set(func(p *provider) { p.afterApply = func(string) { cancel() } })
+	e.l.Dispatch(ctx, e.g, "op") //nolint:errcheck // the record is what counts
+	rec, _ := e.journal("op")
+	if rec.State != Confirmed {
+		t.Fatalf("record after the caller gave up during Apply: %s; want CONFIRMED", rec.State)
+	}
+}
+
+// TestJournalStaysInOrderPastNineTransitions: journal entries are keyed
+// so that their keys sort as their sequence numbers do: an operation
+// retried three times (eleven transitions) reads back in order (pinned for
+// indep/keys/journal-unpadded).
+func TestJournalStaysInOrderPastNineTransitions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	e.authorized(e.g, "op", promote("db-b"))
+	for i := 0; i < 3; i++ {
+		if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
+			t.Fatalf("dispatch %d: %+v %v", i+1, rec, err)
+		}
+		if recs, err := e.l.Reconcile(e.ctx, e.g); err != nil || len(recs) != 1 || recs[0].State != Authorized {
+			t.Fatalf("reconcile %d: %+v %v", i+1, recs, err)
+		}
+	}
+	_, js := e.journal("op") // fails unless seq 1..11 come back in order
+	if len(js) != 11 {
+		t.Fatalf("%d journal entries, want 11", len(js))
+	}
+}
+
+// TestTaskRecordsDoNotReachASiblingTask: the records of task "failover"
+// are not those of "failover2": listing one task, or reconciling it, never
+// touches the other's (pinned for indep/keys/effect-prefix-open).
+func TestTaskRecordsDoNotReachASiblingTask(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	sib, err := e.s.Claim(e.ctx, tenant, task+"2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.Propose(e.ctx, sib, "sibling-op", promote("db-c"), Observation{Digest: "world-1", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.l.List(e.ctx, tenant, task, "")
+	if err != nil || len(recs) != 1 || recs[0].Operation != "op" {
+		t.Fatalf("records of %s/%s: %+v %v; want only op", tenant, task, recs, err)
+	}
+}
