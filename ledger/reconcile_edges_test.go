@@ -51,9 +51,9 @@ func TestNotAppliedExactlyARetentionLaterIsManualReview(t *testing.T) {
 // indep/reconcile/precondition-error-supersedes).
 func TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, WithCallTimeout(500*time.Millisecond))
+	e := newEnv(t)
 	notAppliedAfter(t, e, func(time.Duration) {}, 0)
-	e.p.set(func(p *provider) { p.preBarrier = newBarrier(2) }) // nobody else arrives: Precondition runs out of time
+	e.p.set(func(p *provider) { p.preErr = errObserve })
 	g2 := e.takeover("worker-b")
 	recs, err := e.l.Reconcile(e.ctx, g2)
 	if err != nil || len(recs) != 1 || recs[0].State != Authorized {

@@ -397,6 +397,6 @@ var mutations = []Mutation{
 		`if m.rev > newest.rev {`, `if m.rev < newest.rev {`,
 		gcPkg),
 	mut("gc/apply-no-key-check", collectorGo, "Apply deletes a candidate whose key is not the one its fields name",
-		`if want := g.keyOf(c); c.Kind != KindMark && c.Key != want {`, `if want := g.keyOf(c); false && c.Key != want {`,
+		`} else if want := g.keyOf(c); c.Key != want {`, `} else if want := g.keyOf(c); false && c.Key != want {`,
 		run("./retention", "TestPlanKeyMustMatchItsFields"), gcPkg),
 }
