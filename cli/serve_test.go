@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -64,6 +66,62 @@ func TestServeDev(t *testing.T) {
 	if r := b.wait(t); r.code != 0 {
 		t.Fatalf("serve exited %d: %s", r.code, r.stderr)
 	}
+}
+
+// serve --config reads the server's file: etcd, TLS, identities, session
+// key and adapters from it, none from the worker.
+func TestServeConfig(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	certs, err := gateway.WriteDevCerts(dir, "test.example", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "session.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("k", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(gateway.Config{
+		Listen:         "127.0.0.1:0",
+		TLS:            gateway.TLSFiles{Cert: certs.ServerCert, Key: certs.ServerKey, ClientCA: certs.CA},
+		Etcd:           gateway.EtcdConfig{Endpoints: e.endpoints, Prefix: e.prefix},
+		SessionKeyFile: key,
+		Identities:     []gateway.Identity{{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}}},
+		Adapters:       []gateway.AdapterConfig{{Kind: "dns.upsert", Type: "dev-dns"}},
+	})
+	path := filepath.Join(dir, "gateway.json")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startApp(t, "-o", "json", "serve", "--config", path)
+	line := b.stdout.waitFor(t, "\n")
+	var out struct{ Address string }
+	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
+		t.Fatalf("serve printed %q: %v", line, err)
+	}
+	tlsCfg, err := client.TLSConfig(certs.CA, certs.Clients["w1"].Cert, certs.Clients["w1"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := client.New(out.Address, tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	ctx := lgtest.Ctx(t)
+	s, err := gw.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("OpenSession: %v", err)
+	}
+	defer func() { _ = s.Close(ctx) }()
+	if _, err := s.Claim(ctx, "acme", "invoices"); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if o, err := e.co.Owner(ctx, "acme", "invoices"); err != nil || o.Owner != certs.IDs["w1"] {
+		t.Fatalf("owner under the configured prefix: %+v, %v", o, err)
+	}
+	_, err = s.Claim(ctx, "other", "invoices") // not the identity's tenant
+	lgtest.Want(t, err, coordinator.PermissionDenied)
 }
 
 // serve wants exactly one of --config and --dev, before any I/O.
