@@ -109,8 +109,11 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 //     send limit): invalid_input;
 //   - an endpoint that does not speak etcd's API: authority_unavailable;
 //   - a read: authority_unavailable — a read is never outcome_unknown;
-//   - a write refused before etcd proposed it, or never sent:
-//     authority_unavailable;
+//   - a write etcd refused before proposing it (not leader, too many
+//     requests): authority_unavailable;
+//   - a write on a client without DialOptions, so nothing shows whether it
+//     was sent: outcome_unknown;
+//   - a write never sent: authority_unavailable;
 //   - a write that was sent and got no answer: outcome_unknown.
 func (c *Coordinator) classify(r request, t *sendTracker, err error) error {
 	code := codeOf(err)
