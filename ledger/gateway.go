@@ -98,6 +98,9 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Record, Adapter, error) {
 	const op = "dispatch"
 	for try := 0; ; try++ {
+		if rec.State == "" {
+			return rec, nil, l.refuse(Dispatching, notRecorded(op, g, rec.Operation))
+		}
 		if !Allowed(rec.State, Dispatching, StepDispatch) {
 			return rec, nil, l.refuse(Dispatching, l.grantFirst(ctx, g, l.illegal(op, g, rec, Dispatching, "")))
 		}
@@ -260,8 +263,7 @@ func (l *Ledger) Revalidate(ctx context.Context, g coordinator.Grant, operation 
 		return false, Observation{}, err
 	}
 	if rec.State == "" {
-		return false, Observation{}, coordinator.Refusal(coordinator.IllegalTransition, op, g.Tenant, g.Task,
-			fmt.Sprintf("no operation %q is recorded", operation))
+		return false, Observation{}, notRecorded(op, g, operation)
 	}
 	ad, ok := l.adapters[rec.Effect.Kind]
 	if !ok {

@@ -339,7 +339,7 @@ func TestRevalidateBeforeTheNextEffect(t *testing.T) {
 		t.Fatalf("revalidate wrote:\n%s", d)
 	}
 	_, _, err = e.l.Revalidate(e.ctx, e.g, "never-proposed")
-	lgtest.Want(t, err, coordinator.IllegalTransition)
+	lgtest.Want(t, err, coordinator.InvalidInput)
 }
 
 // Two dispatches of one operation under one grant, the first one's claim

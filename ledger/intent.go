@@ -100,6 +100,9 @@ func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record,
 				fmt.Sprintf("the approval was given under policy %q; the current policy of operation %q is %q", a.Policy, rec.Operation, cur))
 		}
 	}
+	if rec.State == "" {
+		return rec, l.refuse(Authorized, notRecorded(op, g, rec.Operation))
+	}
 	if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {
 		return rec, nil
 	}
@@ -132,6 +135,9 @@ func (l *Ledger) Reject(ctx context.Context, g coordinator.Grant, operation, rea
 	rec, err := l.read(ctx, op, g, operation)
 	if err != nil {
 		return rec, err
+	}
+	if rec.State == "" {
+		return rec, notRecorded(op, g, operation)
 	}
 	return l.applyOnce(ctx, g, rec, change{to: Rejected, by: StepReject, reason: reason})
 }

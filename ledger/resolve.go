@@ -35,6 +35,9 @@ func (l *Ledger) Resolve(ctx context.Context, g coordinator.Grant, operation str
 	if err != nil {
 		return rec, err
 	}
+	if rec.State == "" {
+		return rec, notRecorded(op, g, operation)
+	}
 	var evp *Evidence
 	if !ev.Empty() {
 		evp = l.stamped(ev)

@@ -302,6 +302,13 @@ func (l *Ledger) refuse(to State, err error) error {
 	return err
 }
 
+// notRecorded is the one answer to a call naming an operation that is not
+// recorded (the CLI's ops show gives the same): invalid input — the id
+// names nothing; nothing was written. Only Propose creates a record.
+func notRecorded(op string, g coordinator.Grant, operation string) error {
+	return coordinator.Invalid(op, "no operation %q is recorded for %s/%s; only propose creates one", operation, g.Tenant, g.Task)
+}
+
 func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, more string) error {
 	from := rec.State
 	if from == "" {

@@ -153,7 +153,6 @@ func TestCallsRefuseRecordsInOtherStates(t *testing.T) {
 	if rec, err := e.l.Dispatch(e.ctx, e.g, "unknown"); err != nil || rec.State != Unknown {
 		t.Fatalf("dispatch: %+v %v", rec, err)
 	}
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	ev := Evidence{ProviderIDs: []string{"x"}}
 	for name, call := range map[string]func() error{
 		"authorize confirmed": func() error {
@@ -166,18 +165,36 @@ func TestCallsRefuseRecordsInOtherStates(t *testing.T) {
 			_, err := e.l.Resolve(e.ctx, e.g, "op", Failed, ev, "imani", "no")
 			return err
 		},
-		"dispatch missing": func() error { _, err := e.l.Dispatch(e.ctx, e.g, "nope"); return err },
-		"authorize missing": func() error {
+	} {
+		t.Run(name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, call)
+		})
+	}
+}
+
+// "No such record" has one answer everywhere: every call that names an
+// operation not recorded is invalid input (as ops show is), and writes
+// nothing; only Propose creates a record.
+func TestCallsOnAnOperationNotRecordedAreInvalidInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ev := Evidence{ProviderIDs: []string{"x"}}
+	for name, call := range map[string]func() error{
+		"authorize": func() error {
 			_, err := e.l.Authorize(e.ctx, e.g, "nope", Approval{Approver: "d", ParamsDigest: "p", PreconditionDigest: "w"})
 			return err
 		},
+		"reject":     func() error { _, err := e.l.Reject(e.ctx, e.g, "nope", "never mind"); return err },
+		"dispatch":   func() error { _, err := e.l.Dispatch(e.ctx, e.g, "nope"); return err },
+		"resolve":    func() error { _, err := e.l.Resolve(e.ctx, e.g, "nope", Failed, ev, "imani", "no"); return err },
+		"revalidate": func() error { _, _, err := e.l.Revalidate(e.ctx, e.g, "nope"); return err },
 	} {
-		if err := call(); coordinator.DispositionOf(err) != coordinator.IllegalTransition {
-			t.Fatalf("%s: %v, want illegal_transition", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.InvalidInput, call)
+		})
 	}
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("refused calls wrote:\n%s", d)
+	if pre, apply, obs := e.p.calls(); pre+apply+obs != 0 {
+		t.Fatalf("the adapter saw %d precondition, %d apply, %d observe calls", pre, apply, obs)
 	}
 }
 
