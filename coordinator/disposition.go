@@ -52,6 +52,11 @@ const (
 	// NoKeyspace: a read of a prefix that holds no leasegate keyspace (no
 	// realm key). Nothing was written: reads never create the realm.
 	NoKeyspace Disposition = "no_keyspace"
+	// CorruptRecord: a stored record leasegate cannot decode (written or
+	// edited outside leasegate, or by an incompatible version). Nothing was
+	// written; a read answers it too, never outcome_unknown. Retrying will
+	// not help: inspect the key.
+	CorruptRecord Disposition = "corrupt_record"
 	// NoSpace: etcd raised its NOSPACE alarm (the backend reached its quota);
 	// it refuses every write until an operator compacts, defragments and
 	// disarms the alarm. Nothing was written: a hold.
@@ -64,7 +69,7 @@ var dispositions = []Disposition{
 	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
 	IllegalTransition,
 	InvalidInput, AuthorityUnavailable, NoSpace, OutcomeUnknown,
-	PermissionDenied, Unauthenticated, NoKeyspace,
+	PermissionDenied, Unauthenticated, NoKeyspace, CorruptRecord,
 }
 
 // Dispositions lists every disposition, done ones first. It returns a new
@@ -93,7 +98,7 @@ func (d Disposition) Class() Class {
 	case OK, Granted, Renewed, Released, Committed, HistoricalRetry:
 		return ClassDone
 	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
-		IllegalTransition:
+		IllegalTransition, CorruptRecord:
 		return ClassRefused
 	case InvalidInput:
 		return ClassInvalid
@@ -134,6 +139,8 @@ func (d Disposition) Hint() string {
 		return "etcd's auth refused access to this prefix; check --prefix first (a mistyped prefix lies outside the role), else grant the user's role readwrite on the prefix (docs/operations.md); nothing was written"
 	case Unauthenticated:
 		return "etcd did not accept the credentials; check the user, password and client certificate; retrying will not help; nothing was written"
+	case CorruptRecord:
+		return "a stored record cannot be decoded (written or edited outside leasegate?); inspect the key named in the error with etcdctl get; nothing was written"
 	case NoKeyspace:
 		return "no leasegate keyspace at this prefix (no realm key); check --prefix, or create it with an acting command (claim); nothing was written"
 	case NoSpace:
@@ -163,6 +170,7 @@ var (
 	ErrPermissionDenied     = errors.New("coordinator: permission denied")
 	ErrUnauthenticated      = errors.New("coordinator: unauthenticated")
 	ErrNoKeyspace           = errors.New("coordinator: no keyspace")
+	ErrCorruptRecord        = errors.New("coordinator: corrupt record")
 	ErrNoSpace              = errors.New("coordinator: no space")
 )
 
@@ -181,6 +189,7 @@ var sentinels = map[Disposition]error{
 	PermissionDenied:     ErrPermissionDenied,
 	Unauthenticated:      ErrUnauthenticated,
 	NoKeyspace:           ErrNoKeyspace,
+	CorruptRecord:        ErrCorruptRecord,
 	NoSpace:              ErrNoSpace,
 }
 

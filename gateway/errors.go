@@ -40,6 +40,7 @@ var codeTable = map[coordinator.Disposition]connect.Code{
 	coordinator.PermissionDenied: connect.CodePermissionDenied,
 	coordinator.Unauthenticated:  connect.CodeUnauthenticated,
 	coordinator.NoKeyspace:       connect.CodeNotFound,
+	coordinator.CorruptRecord:    connect.CodeDataLoss,
 }
 
 // Code is the code a call ends with for disposition d: 0 (OK) for a done

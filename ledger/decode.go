@@ -15,7 +15,7 @@ func decodeRecord(kvs []*mvccpb.KeyValue) (Record, bool, error) {
 	}
 	var rec Record
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
-		return Record{}, false, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "ledger",
+		return Record{}, false, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "ledger",
 			Detail: fmt.Sprintf("record %s is unreadable", kvs[0].Key), Err: err}
 	}
 	rec.Revision = kvs[0].ModRevision
@@ -27,7 +27,7 @@ func decodeJournal(kvs []*mvccpb.KeyValue) ([]Transition, error) {
 	for _, kv := range kvs {
 		var t Transition
 		if err := json.Unmarshal(kv.Value, &t); err != nil {
-			return nil, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "ledger",
+			return nil, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "ledger",
 				Detail: fmt.Sprintf("journal entry %s is unreadable", kv.Key), Err: err}
 		}
 		t.Revision = kv.CreateRevision
