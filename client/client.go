@@ -263,11 +263,12 @@ func (c *Client) Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.R
 	return wire.RecordsFromProto(resp.GetRecords()), nil
 }
 
-// Authorize approves exact digests of a proposed operation: the approver
-// recorded is this client's identity.
-func (c *Client) Authorize(ctx context.Context, tenant, task, operation, paramsDigest, preconditionDigest, note string) (ledger.Record, error) {
+// Authorize approves exact digests of a proposed operation (a's digests,
+// policy and note). The approver recorded is this client's certificate
+// identity: a.Approver and a.At are not sent.
+func (c *Client) Authorize(ctx context.Context, tenant, task, operation string, a ledger.Approval) (ledger.Record, error) {
 	resp, err := call(ctx, "authorize", true, c.approvers.Authorize, &leasegatev1.AuthorizeRequest{Tenant: tenant, Task: task,
-		Operation: operation, ParamsDigest: paramsDigest, PreconditionDigest: preconditionDigest, Note: note})
+		Operation: operation, ParamsDigest: a.ParamsDigest, PreconditionDigest: a.PreconditionDigest, Policy: a.Policy, Note: a.Note})
 	if err != nil {
 		return ledger.Record{}, err
 	}

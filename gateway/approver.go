@@ -45,7 +45,7 @@ func (a approvers) Authorize(ctx context.Context, req *leasegatev1.AuthorizeRequ
 	}
 	rec, err := a.s.led.Authorize(ctx, g, req.GetOperation(), ledger.Approval{
 		Approver: callerOf(ctx).ID, ParamsDigest: req.GetParamsDigest(), PreconditionDigest: req.GetPreconditionDigest(),
-		At: time.Now(), Note: req.GetNote()})
+		Policy: req.GetPolicy(), At: time.Now(), Note: req.GetNote()})
 	if err != nil {
 		return nil, ConnectError(err)
 	}

@@ -132,7 +132,7 @@ func BenchmarkDispatch(b *testing.B) {
 					Params: json.RawMessage(fmt.Sprintf(`{"value":"%s"}`, op)), Policy: "v1"},
 					ledger.Observation{Digest: devprovider.Digest("db-1"), At: time.Now()})
 				if err == nil {
-					_, err = ap.Authorize(ctx, "bench", g.Task, op, rec.ParamsDigest, rec.Precondition.Digest, "")
+					_, err = ap.Authorize(ctx, "bench", g.Task, op, ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: ""})
 				}
 				if err != nil {
 					b.Fatal(err)

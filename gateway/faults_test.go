@@ -32,7 +32,7 @@ import (
 func authorized(t *testing.T, w *world, r *replica, task, operation string) coordinator.Grant {
 	t.Helper()
 	g, rec := proposed(t, w, r, task, operation)
-	if _, err := w.client(r, "approver").Authorize(lgtest.Ctx(t), tenant, task, operation, rec.ParamsDigest, rec.Precondition.Digest, ""); err != nil {
+	if _, err := w.client(r, "approver").Authorize(lgtest.Ctx(t), tenant, task, operation, ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: ""}); err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
 	return g

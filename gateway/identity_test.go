@@ -62,7 +62,7 @@ func TestCallersAreRefusedWritingNothing(t *testing.T) {
 	t.Run("a worker authorizes", func(t *testing.T) {
 		wa := w.client(r, "worker-a")
 		lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.PermissionDenied, func() error {
-			_, err := wa.Authorize(ctx, tenant, "task-1", "op-1", rec.ParamsDigest, rec.Precondition.Digest, "")
+			_, err := wa.Authorize(ctx, tenant, "task-1", "op-1", ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: ""})
 			return err
 		})
 	})
@@ -81,7 +81,7 @@ func TestCallersAreRefusedWritingNothing(t *testing.T) {
 	t.Run("an approver of another tenant's task", func(t *testing.T) {
 		ap := w.client(r, "approver")
 		lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.PermissionDenied, func() error {
-			_, err := ap.Authorize(ctx, otherTenant, "task-1", "op-1", rec.ParamsDigest, rec.Precondition.Digest, "")
+			_, err := ap.Authorize(ctx, otherTenant, "task-1", "op-1", ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: ""})
 			return err
 		})
 	})
@@ -120,11 +120,17 @@ func TestApprovalRecordsTheCertificateIdentity(t *testing.T) {
 	g, rec := proposed(t, w, r, "task-1", "op-1")
 	ctx := lgtest.Ctx(t)
 	ap := w.client(r, "approver")
-	out, err := ap.Authorize(ctx, tenant, "task-1", "op-1", rec.ParamsDigest, rec.Precondition.Digest, "looks right")
+	// An approval under another policy version than the effect's is refused.
+	lgtest.RefusedWritingNothing(t, w.etcd, coordinator.DefaultPrefix, coordinator.OperationConflict, func() error {
+		_, err := ap.Authorize(ctx, tenant, "task-1", "op-1", ledger.Approval{ParamsDigest: rec.ParamsDigest,
+			PreconditionDigest: rec.Precondition.Digest, Policy: "v0"})
+		return err
+	})
+	out, err := ap.Authorize(ctx, tenant, "task-1", "op-1", ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: "looks right"})
 	if err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
-	if out.State != ledger.Authorized || out.Approval == nil || out.Approval.Approver != w.certs.IDs["approver"] {
+	if out.State != ledger.Authorized || out.Approval == nil || out.Approval.Approver != w.certs.IDs["approver"] || out.Approval.Policy != "v1" {
 		t.Fatalf("authorized record %+v, want AUTHORIZED by %s", out, w.certs.IDs["approver"])
 	}
 	wa := w.client(r, "worker-a")

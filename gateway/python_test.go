@@ -123,7 +123,7 @@ func TestThePythonWorker(t *testing.T) {
 		py.send("propose %s checkout.example %s %s", op, "db-"+op, devprovider.Digest("db-1"))
 		rec := py.next("proposed")["record"].(map[string]any)
 		pre := rec["precondition"].(map[string]any)["digest"].(string)
-		if _, err := w.client(r, "approver").Authorize(ctx, tenant, task, op, rec["paramsDigest"].(string), pre, ""); err != nil {
+		if _, err := w.client(r, "approver").Authorize(ctx, tenant, task, op, ledger.Approval{ParamsDigest: rec["paramsDigest"].(string), PreconditionDigest: pre, Note: ""}); err != nil {
 			t.Fatalf("Authorize %s: %v", op, err)
 		}
 	}

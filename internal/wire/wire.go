@@ -128,7 +128,7 @@ func RecordToProto(r ledger.Record) *leasegatev1.EffectRecord {
 		DispatchedAt: TS(r.DispatchedAt), Evidence: EvidenceToProto(r.Evidence), Seq: r.Seq, Revision: r.Revision}
 	if a := r.Approval; a != nil {
 		out.Approval = &leasegatev1.Approval{Approver: a.Approver, ParamsDigest: a.ParamsDigest, PreconditionDigest: a.PreconditionDigest,
-			At: TS(a.At), Note: a.Note}
+			At: TS(a.At), Note: a.Note, Policy: a.Policy}
 	}
 	return out
 }
@@ -210,7 +210,7 @@ func RecordFromProto(p *leasegatev1.EffectRecord) ledger.Record {
 		Seq: p.GetSeq(), Revision: p.GetRevision()}
 	if a := p.GetApproval(); a != nil {
 		r.Approval = &ledger.Approval{Approver: a.GetApprover(), ParamsDigest: a.GetParamsDigest(),
-			PreconditionDigest: a.GetPreconditionDigest(), At: TSFrom(a.GetAt()), Note: a.GetNote()}
+			PreconditionDigest: a.GetPreconditionDigest(), Policy: a.GetPolicy(), At: TSFrom(a.GetAt()), Note: a.GetNote()}
 	}
 	return r
 }

@@ -1839,8 +1839,10 @@ type Approval struct {
 	PreconditionDigest string                 `protobuf:"bytes,3,opt,name=precondition_digest,json=preconditionDigest,proto3" json:"precondition_digest,omitempty"`
 	At                 *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
 	Note               string                 `protobuf:"bytes,5,opt,name=note,proto3" json:"note,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The policy version the approval was given under.
+	Policy        string `protobuf:"bytes,6,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -1904,6 +1906,13 @@ func (x *Approval) GetAt() *timestamppb.Timestamp {
 func (x *Approval) GetNote() string {
 	if x != nil {
 		return x.Note
+	}
+	return ""
+}
+
+func (x *Approval) GetPolicy() string {
+	if x != nil {
+		return x.Policy
 	}
 	return ""
 }
@@ -2737,8 +2746,11 @@ type AuthorizeRequest struct {
 	ParamsDigest       string                 `protobuf:"bytes,4,opt,name=params_digest,json=paramsDigest,proto3" json:"params_digest,omitempty"`
 	PreconditionDigest string                 `protobuf:"bytes,5,opt,name=precondition_digest,json=preconditionDigest,proto3" json:"precondition_digest,omitempty"`
 	Note               string                 `protobuf:"bytes,6,opt,name=note,proto3" json:"note,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The policy version the approver decided under; empty: the server's
+	// current one. Another than the current one is operation_conflict.
+	Policy        string `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuthorizeRequest) Reset() {
@@ -2809,6 +2821,13 @@ func (x *AuthorizeRequest) GetPreconditionDigest() string {
 func (x *AuthorizeRequest) GetNote() string {
 	if x != nil {
 		return x.Note
+	}
+	return ""
+}
+
+func (x *AuthorizeRequest) GetPolicy() string {
+	if x != nil {
+		return x.Policy
 	}
 	return ""
 }
@@ -3475,13 +3494,14 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\fprovider_ids\x18\x01 \x03(\tR\vproviderIds\x12\x1f\n" +
 	"\vdetail_json\x18\x02 \x01(\tR\n" +
 	"detailJson\x12*\n" +
-	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xbc\x01\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xd4\x01\n" +
 	"\bApproval\x12\x1a\n" +
 	"\bapprover\x18\x01 \x01(\tR\bapprover\x12#\n" +
 	"\rparams_digest\x18\x02 \x01(\tR\fparamsDigest\x12/\n" +
 	"\x13precondition_digest\x18\x03 \x01(\tR\x12preconditionDigest\x12*\n" +
 	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
-	"\x04note\x18\x05 \x01(\tR\x04note\"\x90\x05\n" +
+	"\x04note\x18\x05 \x01(\tR\x04note\x12\x16\n" +
+	"\x06policy\x18\x06 \x01(\tR\x06policy\"\x90\x05\n" +
 	"\fEffectRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
@@ -3545,14 +3565,15 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x10ReconcileRequest\x12)\n" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\"I\n" +
 	"\x11ReconcileResponse\x124\n" +
-	"\arecords\x18\x01 \x03(\v2\x1a.leasegate.v1.EffectRecordR\arecords\"\xc6\x01\n" +
+	"\arecords\x18\x01 \x03(\v2\x1a.leasegate.v1.EffectRecordR\arecords\"\xde\x01\n" +
 	"\x10AuthorizeRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
 	"\toperation\x18\x03 \x01(\tR\toperation\x12#\n" +
 	"\rparams_digest\x18\x04 \x01(\tR\fparamsDigest\x12/\n" +
 	"\x13precondition_digest\x18\x05 \x01(\tR\x12preconditionDigest\x12\x12\n" +
-	"\x04note\x18\x06 \x01(\tR\x04note\"G\n" +
+	"\x04note\x18\x06 \x01(\tR\x04note\x12\x16\n" +
+	"\x06policy\x18\a \x01(\tR\x06policy\"G\n" +
 	"\x11AuthorizeResponse\x122\n" +
 	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"q\n" +
 	"\rRejectRequest\x12\x16\n" +
