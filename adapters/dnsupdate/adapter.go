@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -116,13 +117,8 @@ func New(server, zone, keyFile string, opts ...Option) (*Adapter, error) {
 	if p, err := net.LookupPort("tcp", port); err != nil || p <= 0 {
 		return nil, coordinator.Invalid("dnsupdate", "server %q: bad port", server)
 	}
-	if net.ParseIP(host) == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := net.DefaultResolver.LookupHost(ctx, host)
-		cancel()
-		if err != nil {
-			return nil, coordinator.Invalid("dnsupdate", "server %q does not resolve: %v", host, err)
-		}
+	if err := config.Resolvable(host); err != nil {
+		return nil, coordinator.Invalid("dnsupdate", "server %v", err)
 	}
 	if _, ok := dns.IsDomainName(a.zone); !ok || zone == "" {
 		return nil, coordinator.Invalid("dnsupdate", "zone %q is not a domain name", zone)

@@ -7,16 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -86,7 +85,7 @@ func WithKeyRetention(d time.Duration) Option {
 // request so a rotated file takes effect; never logged).
 func WithTokenFile(path string) Option {
 	return func(a *Adapter) error {
-		if _, err := readSecret(path); err != nil {
+		if _, err := config.ReadSecret("token file", path); err != nil {
 			return err
 		}
 		a.tokenFile = path
@@ -126,13 +125,8 @@ func New(base string, opts ...Option) (*Adapter, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, coordinator.Invalid("httpidem", "base %q is not an http(s) URL", base)
 	}
-	if h := u.Hostname(); net.ParseIP(h) == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := net.DefaultResolver.LookupHost(ctx, h)
-		cancel()
-		if err != nil {
-			return nil, coordinator.Invalid("httpidem", "host %q does not resolve: %v", h, err)
-		}
+	if err := config.Resolvable(u.Hostname()); err != nil {
+		return nil, coordinator.Invalid("httpidem", "%v", err)
 	}
 	a := &Adapter{kind: Kind, base: u, client: &http.Client{Timeout: 10 * time.Second}, now: time.Now}
 	for _, o := range opts {
@@ -141,21 +135,6 @@ func New(base string, opts ...Option) (*Adapter, error) {
 		}
 	}
 	return a, nil
-}
-
-func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("no token file")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
-	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" || strings.ContainsAny(s, "\r\n") {
-		return "", fmt.Errorf("token file %s must hold one non-empty line", path)
-	}
-	return s, nil
 }
 
 // Kind is the effect kind served.
@@ -215,7 +194,7 @@ func (a *Adapter) request(ctx context.Context, method, u string, body []byte) (*
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if a.tokenFile != "" {
-		tok, err := readSecret(a.tokenFile)
+		tok, err := config.ReadSecret("token file", a.tokenFile)
 		if err != nil {
 			return nil, err
 		}

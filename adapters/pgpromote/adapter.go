@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -131,45 +130,15 @@ func New(nodes []Node, passwordFile string, opts ...Option) (*Adapter, error) {
 		if !strings.Contains(n.ConnString, "host") && !strings.Contains(n.ConnString, "@") {
 			return nil, coordinator.Invalid("pgpromote", "node %q: the connection string names no host", n.Name)
 		}
-		if err := resolvable(cfg.Host); err != nil {
+		if err := config.Resolvable(cfg.Host); err != nil {
 			return nil, coordinator.Invalid("pgpromote", "node %q: %v", n.Name, err)
 		}
 	}
-	if _, err := readSecret(passwordFile); err != nil {
+	if _, err := config.ReadSecret("password file", passwordFile); err != nil {
 		return nil, coordinator.Invalid("pgpromote", "%v", err)
 	}
 	a.nodes = append([]Node(nil), nodes...)
 	return a, nil
-}
-
-// resolvable checks that host is a socket directory, an IP address or a
-// name that resolves now.
-func resolvable(host string) error {
-	if strings.HasPrefix(host, "/") || net.ParseIP(host) != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
-		return fmt.Errorf("host %q does not resolve: %w", host, err)
-	}
-	return nil
-}
-
-// readSecret reads a one-line credential file.
-func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("no password file")
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("password file: %w", err)
-	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" || strings.ContainsAny(s, "\r\n") {
-		return "", fmt.Errorf("password file %s must hold one non-empty line", path)
-	}
-	return s, nil
 }
 
 // Kind is the effect kind served.

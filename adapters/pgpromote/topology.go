@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/leasegate/leasegate/adapters/internal/config"
 )
 
 // NodeState is one node as its own server reports it.
@@ -140,7 +142,7 @@ func (a *Adapter) connect(ctx context.Context, n Node, appName string) (*pgx.Con
 	if err != nil {
 		return nil, err
 	}
-	pass, err := readSecret(a.passwordFile)
+	pass, err := config.ReadSecret("password file", a.passwordFile)
 	if err != nil {
 		return nil, err
 	}

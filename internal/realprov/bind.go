@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,8 +39,7 @@ type DNSServer struct {
 
 	secret string
 	acct   account
-	mu     sync.Mutex
-	proc   *process
+	server
 }
 
 // DNSConfig is what a DNSServer serves.
@@ -99,7 +97,7 @@ func StartDNSServer(ctx context.Context, cfg DNSConfig) (_ *DNSServer, err error
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	s := &DNSServer{Zone: DNSZone, KeyName: DNSKeyName, KeyFile: filepath.Join(dir, "update.key"), Dir: dir,
+	s := &DNSServer{server: server{name: "named"}, Zone: DNSZone, KeyName: DNSKeyName, KeyFile: filepath.Join(dir, "update.key"), Dir: dir,
 		secret: base64.StdEncoding.EncodeToString(key), acct: acct}
 	defer func() {
 		if err != nil {
@@ -176,9 +174,7 @@ zone %[5]q {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.proc = proc
-	s.mu.Unlock()
+	s.set(proc)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
@@ -243,28 +239,8 @@ func (s *DNSServer) Nsupdate(ctx context.Context, script string) error {
 	return nil
 }
 
-// Stop stops named (SIGTERM) and waits for it; Start starts it again on
-// the same port with the same zone (and its journal).
-func (s *DNSServer) Stop() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc.stop(syscall.SIGTERM, 20*time.Second)
-}
-
-// Freeze SIGSTOPs named; Thaw continues it.
-func (s *DNSServer) Freeze() error { return s.signal(syscall.SIGSTOP) }
-
-// Thaw continues a frozen named.
-func (s *DNSServer) Thaw() error { return s.signal(syscall.SIGCONT) }
-
-func (s *DNSServer) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return errors.New("realprov: named never started")
-	}
-	return s.proc.signalGroup(sig)
-}
+// Stop stops named (SIGTERM) and waits for it.
+func (s *DNSServer) Stop() error { return s.stopWith(syscall.SIGTERM, 20*time.Second) }
 
 // Close stops named and removes its directory; it fails if a process is
 // still running in it afterwards.

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,8 +42,7 @@ type PGNode struct {
 	Log  string // its server log
 
 	pair *PGPair
-	mu   sync.Mutex
-	proc *process
+	server
 }
 
 // NewPGPair starts a pair for t, skipping t (SkipLine) when PostgreSQL is
@@ -94,8 +92,8 @@ func StartPGPair(ctx context.Context) (_ *PGPair, err error) {
 	if err := acct.writeFile(superFile, []byte(p.superPass+"\n")); err != nil {
 		return nil, err
 	}
-	p.Primary = &PGNode{Name: "db-a", Data: filepath.Join(dir, "db-a"), Log: filepath.Join(dir, "db-a.log"), pair: p}
-	p.Standby = &PGNode{Name: "db-b", Data: filepath.Join(dir, "db-b"), Log: filepath.Join(dir, "db-b.log"), pair: p}
+	p.Primary = &PGNode{Name: "db-a", Data: filepath.Join(dir, "db-a"), Log: filepath.Join(dir, "db-a.log"), pair: p, server: server{name: "db-a"}}
+	p.Standby = &PGNode{Name: "db-b", Data: filepath.Join(dir, "db-b"), Log: filepath.Join(dir, "db-b.log"), pair: p, server: server{name: "db-b"}}
 	if err := acct.run(pgBin("initdb"), "-D", p.Primary.Data, "-U", "postgres", "--pwfile", superFile,
 		"--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
 		return nil, err
@@ -284,41 +282,11 @@ func (n *PGNode) startOnce(ctx context.Context) error {
 }
 
 // Stop shuts the server down (fast shutdown: SIGINT) and waits for it.
-func (n *PGNode) Stop() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc.stop(syscall.SIGINT, 30*time.Second)
-}
+func (n *PGNode) Stop() error { return n.stopWith(syscall.SIGINT, 30*time.Second) }
 
 // Crash stops the server at once (immediate shutdown: SIGQUIT), as a
 // crash would leave it; Start recovers it.
-func (n *PGNode) Crash() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc.stop(syscall.SIGQUIT, 30*time.Second)
-}
-
-// Freeze SIGSTOPs the server and all its processes; Thaw continues them.
-func (n *PGNode) Freeze() error { return n.signal(syscall.SIGSTOP) }
-
-// Thaw continues a frozen server.
-func (n *PGNode) Thaw() error { return n.signal(syscall.SIGCONT) }
-
-func (n *PGNode) signal(sig syscall.Signal) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.proc == nil {
-		return fmt.Errorf("realprov: %s never started", n.Name)
-	}
-	return n.proc.signalGroup(sig)
-}
-
-// Running reports whether the server process is running.
-func (n *PGNode) Running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc != nil && !n.proc.exited()
-}
+func (n *PGNode) Crash() error { return n.stopWith(syscall.SIGQUIT, 30*time.Second) }
 
 // readTail is the last lines of a log, for an error message.
 func readTail(path string) string {

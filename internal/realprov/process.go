@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -78,6 +79,50 @@ func (p *process) stop(sig syscall.Signal, grace time.Duration) error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("realprov: %s (pid %d) survived SIGKILL", p.cmd.Path, p.cmd.Process.Pid)
 	}
+}
+
+// server is one server process a harness runs, under a lock: what
+// PGNode and DNSServer share (stop, freeze, thaw, running).
+type server struct {
+	name string
+	mu   sync.Mutex
+	proc *process
+}
+
+// set records a freshly started process.
+func (s *server) set(p *process) {
+	s.mu.Lock()
+	s.proc = p
+	s.mu.Unlock()
+}
+
+// stopWith sends sig, waits up to grace, then kills (process.stop).
+func (s *server) stopWith(sig syscall.Signal, grace time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.stop(sig, grace)
+}
+
+// Freeze SIGSTOPs the server and every process of its group.
+func (s *server) Freeze() error { return s.signal(syscall.SIGSTOP) }
+
+// Thaw continues a frozen server.
+func (s *server) Thaw() error { return s.signal(syscall.SIGCONT) }
+
+func (s *server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return fmt.Errorf("realprov: %s never started", s.name)
+	}
+	return s.proc.signalGroup(sig)
+}
+
+// Running reports whether the server process is running.
+func (s *server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.proc.exited()
 }
 
 // freePort is a loopback TCP port free at the moment of asking (and, for
