@@ -3,7 +3,7 @@ GO        ?= go
 PKGS      ?= ./...
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test test-race lint build vet bench drill
+.PHONY: test test-race lint build vet bench drill pictures
 
 # The test suite: vet, then every package against real embedded etcd
 # clusters. `make test` runs without the race detector, so a fresh clone
@@ -61,6 +61,12 @@ providers:
 
 test-providers: providers
 	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./internal/realprov ./adapters/...
+
+# The pictures of the README: the incident scenario drawn in both designs
+# (docs/img/incident-naive.svg, docs/img/incident-fenced.svg).
+# `go test ./drill -run TestPicturesAreCurrent` fails when they are stale.
+pictures: build
+	./bin/leasegate drill --scenario incident --svg docs/img/incident.svg > /dev/null
 
 # Benchmarks (never part of `make test`): the Go benchmarks of the client's
 # hot paths, then `leasegate bench` on an embedded etcd with fsync on. See

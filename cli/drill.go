@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -59,6 +61,8 @@ the role's grant on --prefix).`,
 			"leasegate drill --trials 10000 --parallel 32 -o json",
 			"leasegate drill --design naive --replay 3",
 			"leasegate drill --scenario incident",
+			"leasegate drill --scenario incident --svg incident.svg   # incident-naive.svg, incident-fenced.svg",
+			"leasegate drill --design fenced --replay 7 --svg trial7.svg",
 			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
@@ -66,6 +70,7 @@ the role's grant on --prefix).`,
 			&cli.IntFlag{Name: "parallel", Usage: "trials run at once", Value: 16},
 			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both", Value: "both"},
 			&cli.IntFlag{Name: "replay", Usage: "run only trial `N` and print its whole trajectory", Value: -1},
+			&cli.StringFlag{Name: "svg", Usage: "with --replay or --scenario: draw the trajectory as an SVG timeline in `FILE` (with both designs, FILE-naive.svg and FILE-fenced.svg)"},
 			&cli.StringFlag{Name: "scenario", Usage: "replay a named scenario in both designs, side by side against its clock (incident: seed 003's timeline)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
 			metricsAddrFlag(),
@@ -79,6 +84,7 @@ type drillSettings struct {
 	opts     []drill.Option
 	replay   int
 	scenario drill.Scenario
+	svg      string
 	keep     bool
 	trials   int
 	designs  []drill.Design
@@ -110,6 +116,9 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		s.scenario = drill.Scenario(sc)
 		s.opts = append(s.opts, drill.WithScenario(s.scenario))
 		s.trials = 1
+	}
+	if s.svg = c.String("svg"); s.svg != "" && s.scenario == "" && !c.IsSet("replay") {
+		return s, coordinator.Invalid("drill", "--svg draws one trial: give --replay N or --scenario")
 	}
 	if c.IsSet("keep") && !endpointsOnCommandLine(c) {
 		return s, coordinator.Invalid("drill", "--keep needs --endpoints: the embedded etcd is removed at the end")
@@ -186,6 +195,11 @@ func drillAction(c *cli.Context) error {
 	}
 	if runErr != nil {
 		return drillError(runErr)
+	}
+	if s.svg != "" {
+		if err := writeSVGs(s.svg, rep.Replayed); err != nil {
+			return err
+		}
 	}
 	switch {
 	case s.scenario != "":
@@ -336,6 +350,26 @@ func secs(s drill.Seconds) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f / %.0f / %.0f", s.P50, s.P95, s.Max)
+}
+
+// writeSVGs draws each replayed trajectory into file: file itself for one
+// design, file with "-<design>" before its extension for each of two.
+func writeSVGs(file string, trajs []*drill.Trajectory) error {
+	for _, t := range trajs {
+		name := file
+		if len(trajs) > 1 {
+			ext := filepath.Ext(file)
+			name = strings.TrimSuffix(file, ext) + "-" + string(t.Design) + ext
+		}
+		var b bytes.Buffer
+		if err := t.SVG(&b); err != nil {
+			return fmt.Errorf("drill: draw %s: %w", name, err)
+		}
+		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("drill: %w", err)
+		}
+	}
+	return nil
 }
 
 // printScenario prints a scenario's two runs side by side (with -o json,

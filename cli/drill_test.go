@@ -1,6 +1,9 @@
 package cli_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -141,13 +144,20 @@ func TestDrillIgnoresEndpointsFromTheEnvironment(t *testing.T) {
 // TestDrillScenarioIncident prints the seed's incident in both designs,
 // side by side against the seed's clock.
 func TestDrillScenarioIncident(t *testing.T) {
-	r := execApp(t, call{}, "drill", "--scenario", "incident")
+	svg := filepath.Join(t.TempDir(), "incident.svg")
+	r := execApp(t, call{}, "drill", "--scenario", "incident", "--svg", svg)
 	if r.code != cli.ExitDone {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	for _, s := range []string{"NAIVE", "FENCED", "02:13:27", "A-184", "B-771", "R-009", "REFUSED at the gateway", "graders: no violation"} {
 		if !strings.Contains(r.stdout, s) {
 			t.Fatalf("output lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	for _, d := range []string{"naive", "fenced"} {
+		b, err := os.ReadFile(strings.TrimSuffix(svg, ".svg") + "-" + d + ".svg")
+		if err != nil || !bytes.HasPrefix(b, []byte("<svg ")) || !bytes.Contains(b, []byte(d+" design")) {
+			t.Fatalf("%s picture: %v\n%.200s", d, err, b)
 		}
 	}
 }
@@ -193,6 +203,7 @@ func TestDrillBadInput(t *testing.T) {
 		{"drill", "--keep"},
 		{"drill", "--scenario", "outage"},
 		{"drill", "--scenario", "incident", "--replay", "1"},
+		{"drill", "--svg", "x.svg"},
 		{"drill", "extra"},
 	} {
 		r := execApp(t, call{}, args...)

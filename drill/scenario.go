@@ -132,7 +132,9 @@ func (w *world) attemptKey(worker string, attempt int) string {
 // runScenario runs a named scenario in design d.
 func (r *runner) runScenario(ctx context.Context, d Design, sc Scenario) (*Trajectory, []error) {
 	s := incidentScript()
-	return r.runWorld(ctx, d, 0, incidentPlan(s), s, rand.New(rand.NewPCG(r.cfg.Seed, 3)))
+	t, errs := r.runWorld(ctx, d, 0, incidentPlan(s), s, rand.New(rand.NewPCG(3, 3))) // the scenario does not depend on --seed
+	t.Scenario = sc
+	return t, errs
 }
 
 // commanderRepair is the incident commander's look at the traffic record

@@ -55,9 +55,11 @@ type Event struct {
 // Trajectory is everything a trial did, in order: claims, journal
 // transitions, provider calls and changes, faults. Graders read it.
 type Trajectory struct {
-	Trial  int     `json:"trial"`
-	Design Design  `json:"design"`
-	Events []Event `json:"events"`
+	Trial  int    `json:"trial"`
+	Design Design `json:"design"`
+	// Scenario names the scenario replayed ("" for a trial).
+	Scenario Scenario `json:"scenario,omitempty"`
+	Events   []Event  `json:"events"`
 	// Final is the world when the trial ended, every change settled.
 	FinalWriter  string `json:"final_writer"`
 	FinalTraffic string `json:"final_traffic"`
@@ -76,41 +78,48 @@ func (t *Trajectory) Render(canonical bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "trial %d design %s: writer before the incident %s\n", t.Trial, t.Design, t.Original)
 	for _, e := range t.Events {
-		epoch := "-"
-		if e.Epoch != 0 {
-			epoch = fmt.Sprintf("e%d", order[e.Epoch])
-			if !canonical {
-				epoch += fmt.Sprintf("(rev %d)", e.Epoch)
-			}
-		}
-		fmt.Fprintf(&b, "%9.3fs  %-10s %-9s %-14s", e.At.Seconds(), e.Kind, e.Actor, epoch)
-		if e.By != "" {
-			fmt.Fprintf(&b, " by=%s", e.By)
-		}
-		if e.Operation != "" {
-			fmt.Fprintf(&b, " op=%s", e.Operation)
-		}
-		if e.Effect != "" {
-			fmt.Fprintf(&b, " %s", e.Effect)
-		}
-		if e.From != "" || e.To != "" {
-			fmt.Fprintf(&b, " %s->%s", orDash(e.From), orDash(e.To))
-		}
-		if e.Value != "" {
-			fmt.Fprintf(&b, " value=%s", e.Value)
-		}
-		if len(e.Evidence) > 0 {
-			fmt.Fprintf(&b, " evidence=%s", strings.Join(e.Evidence, ","))
-		}
-		if d := e.Detail; d != "" {
-			if canonical { // the ledger's reasons name epochs too
-				d = canonicalEpochs(order, d)
-			}
-			fmt.Fprintf(&b, " (%s)", d)
-		}
+		b.WriteString(eventLine(e, order, canonical))
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "end: writer %s, traffic %s\n", t.FinalWriter, t.FinalTraffic)
+	return b.String()
+}
+
+// eventLine is one event as Render prints it.
+func eventLine(e Event, order map[int64]int, canonical bool) string {
+	var b strings.Builder
+	epoch := "-"
+	if e.Epoch != 0 {
+		epoch = fmt.Sprintf("e%d", order[e.Epoch])
+		if !canonical {
+			epoch += fmt.Sprintf("(rev %d)", e.Epoch)
+		}
+	}
+	fmt.Fprintf(&b, "%9.3fs  %-10s %-9s %-14s", e.At.Seconds(), e.Kind, e.Actor, epoch)
+	if e.By != "" {
+		fmt.Fprintf(&b, " by=%s", e.By)
+	}
+	if e.Operation != "" {
+		fmt.Fprintf(&b, " op=%s", e.Operation)
+	}
+	if e.Effect != "" {
+		fmt.Fprintf(&b, " %s", e.Effect)
+	}
+	if e.From != "" || e.To != "" {
+		fmt.Fprintf(&b, " %s->%s", orDash(e.From), orDash(e.To))
+	}
+	if e.Value != "" {
+		fmt.Fprintf(&b, " value=%s", e.Value)
+	}
+	if len(e.Evidence) > 0 {
+		fmt.Fprintf(&b, " evidence=%s", strings.Join(e.Evidence, ","))
+	}
+	if d := e.Detail; d != "" {
+		if canonical { // the ledger's reasons name epochs too
+			d = canonicalEpochs(order, d)
+		}
+		fmt.Fprintf(&b, " (%s)", d)
+	}
 	return b.String()
 }
 
