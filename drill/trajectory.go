@@ -143,7 +143,9 @@ func (t *Trajectory) epochOrder() map[int64]int {
 	return order
 }
 
-// canonicalEpochs rewrites "epoch <revision>" in s as "epoch e<n>".
+// canonicalEpochs rewrites "epoch <revision>" in s as "epoch e<n>" (and
+// "newest grant is <revision>" likewise), and a dispatch id (a random
+// UUID) as <dispatch-id>: what differs between two runs of one trial.
 func canonicalEpochs(order map[int64]int, s string) string {
 	s = epochWord.ReplaceAllStringFunc(s, func(w string) string {
 		if v, err := strconv.ParseInt(strings.TrimPrefix(w, "epoch "), 10, 64); err == nil && order[v] > 0 {
@@ -151,6 +153,7 @@ func canonicalEpochs(order map[int64]int, s string) string {
 		}
 		return w
 	})
+	s = uuidWord.ReplaceAllString(s, "<dispatch-id>") // the ledger's dispatch ids are random
 	return newestWord.ReplaceAllStringFunc(s, func(w string) string {
 		if v, err := strconv.ParseInt(strings.TrimPrefix(w, "newest grant is "), 10, 64); err == nil && order[v] > 0 {
 			return fmt.Sprintf("newest grant is e%d", order[v])
@@ -159,7 +162,10 @@ func canonicalEpochs(order map[int64]int, s string) string {
 	})
 }
 
-var newestWord = regexp.MustCompile(`newest grant is [0-9]+`)
+var (
+	newestWord = regexp.MustCompile(`newest grant is [0-9]+`)
+	uuidWord   = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+)
 
 func orDash(s string) string {
 	if s == "" {
