@@ -12,20 +12,17 @@ import (
 // Metrics are leasegate's Prometheus metrics, registered on the caller's
 // prometheus.Registerer by WithMetrics (nothing is registered anywhere by
 // default). Labels are bounded: operation (a name fixed in code: claim,
-// commit, release, renew, keepalive, and the ledger's), disposition (the
-// Dispositions list), state and action (the ledger's fixed names). No metric
-// carries a tenant, task, owner or lease label.
+// commit, release, renew, keepalive), disposition (the Dispositions list).
+// No metric carries a tenant, task, owner or lease label. The ledger owns
+// its metrics (ledger.WithMetrics).
 //
 // A nil *Metrics (a coordinator without WithMetrics) records nothing and
 // costs nothing; every method is safe on nil. Packages built on coordinator
-// (fencedtxn, the ledger) reach it through Coordinator.Metrics.
+// (fencedtxn) reach it through Coordinator.Metrics.
 type Metrics struct {
-	outcomes     *prometheus.CounterVec
-	txnSeconds   *prometheus.HistogramVec
-	kaFailures   *prometheus.CounterVec
-	transitions  *prometheus.CounterVec
-	records      *prometheus.GaugeVec
-	reconcilerOp *prometheus.CounterVec
+	outcomes   *prometheus.CounterVec
+	txnSeconds *prometheus.HistogramVec
+	kaFailures *prometheus.CounterVec
 
 	reg        prometheus.Registerer
 	collectors []prometheus.Collector
@@ -54,18 +51,6 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "leasegate", Name: "keepalive_failures_total",
 			Help: "Session keepalives that did not confirm a renewal: unreachable (retried until the local deadline), lease_lost, deadline.",
 		}, []string{"reason"}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "leasegate", Name: "ledger_transitions_total",
-			Help: "Effect ledger transitions requested, by target state and disposition.",
-		}, []string{"state", "disposition"}),
-		records: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "leasegate", Name: "ledger_records",
-			Help: "Effect ledger records by state, as last counted by this process.",
-		}, []string{"state"}),
-		reconcilerOp: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "leasegate", Name: "reconciler_actions_total",
-			Help: "Reconciler actions on UNKNOWN effects, by action.",
-		}, []string{"action"}),
 		sessions: make(map[*Session]time.Time),
 		now:      time.Now,
 	}
@@ -82,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Longest time, over this process's live sessions, since the send time of the last confirmed grant or renewal of the lease; 0 with no session.",
 	}, m.renewalAge)
 	m.reg = reg
-	for _, c := range []prometheus.Collector{m.outcomes, m.txnSeconds, m.kaFailures, m.transitions, m.records, m.reconcilerOp, live, age} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.txnSeconds, m.kaFailures, live, age} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -150,33 +135,6 @@ func dispositionLabel(d Disposition) string {
 		return "unknown"
 	}
 	return string(d)
-}
-
-// LedgerTransition counts one ledger transition towards state with its
-// disposition (illegal_transition, stale_owner, …, or the done one).
-func (m *Metrics) LedgerTransition(state string, d Disposition) {
-	if m == nil {
-		return
-	}
-	m.transitions.WithLabelValues(state, dispositionLabel(d)).Inc()
-}
-
-// LedgerRecords sets the number of ledger records in state, as the ledger
-// last counted them.
-func (m *Metrics) LedgerRecords(state string, n int) {
-	if m == nil {
-		return
-	}
-	m.records.WithLabelValues(state).Set(float64(n))
-}
-
-// ReconcilerAction counts one reconciler action (for example confirmed,
-// superseded, manual_review, retried, pending).
-func (m *Metrics) ReconcilerAction(action string) {
-	if m == nil {
-		return
-	}
-	m.reconcilerOp.WithLabelValues(action).Inc()
 }
 
 func (m *Metrics) txn(operation string, d time.Duration) {

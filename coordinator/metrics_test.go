@@ -141,9 +141,6 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	lgtest.Want(t, c.Release(ctx, g), coordinator.ExpiredOwner)
-	c.Metrics().LedgerTransition("CONFIRMED", coordinator.Committed)
-	c.Metrics().LedgerRecords("UNKNOWN", 2)
-	c.Metrics().ReconcilerAction("confirmed")
 
 	mfs = scrape(t, srv.URL)
 	for _, w := range []struct {
@@ -163,9 +160,6 @@ func TestMetrics(t *testing.T) {
 		{"leasegate_txn_duration_seconds", []string{"operation", "commit"}, 3},
 		{"leasegate_txn_duration_seconds", []string{"operation", "release"}, 2},
 		{"leasegate_sessions", nil, 2},
-		{"leasegate_ledger_transitions_total", []string{"disposition", "committed", "state", "CONFIRMED"}, 1},
-		{"leasegate_ledger_records", []string{"state", "UNKNOWN"}, 2},
-		{"leasegate_reconciler_actions_total", []string{"action", "confirmed"}, 1},
 	} {
 		if got := value(mfs, w.name, w.labels...); got != w.want {
 			t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.want)

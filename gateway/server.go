@@ -200,7 +200,11 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 	for _, a := range o.adapters {
 		adapters = append(adapters, instrumented{Adapter: a, s: s})
 	}
-	led, err := ledger.New(c, append([]ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg)}, o.ledgerOpts...)...)
+	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg)}
+	if o.reg != nil {
+		ledOpts = append(ledOpts, ledger.WithMetrics(o.reg)) // the ledger's own metrics, beside the gateway's
+	}
+	led, err := ledger.New(c, append(ledOpts, o.ledgerOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (l *Ledger) fromAnswer(ctx context.Context, g coordinator.Grant, rec Record
 		out, err := l.notApplied(ctx, g, ad, rec, *a.Evidence)
 		return out, true, err
 	}
-	l.c.Metrics().ReconcilerAction("answered")
+	l.metrics.action("answered")
 	out, err := l.transition(ctx, g, rec, change{to: a.To, by: StepReconcile, evidence: a.Evidence,
 		reason: truncate(fmt.Sprintf("settled from the provider's answer to dispatch %s (epoch %d, %s), kept after ownership changed: %s",
 			a.DispatchID, a.Epoch, a.Owner, a.Reason))})

@@ -20,6 +20,7 @@ type Ledger struct {
 	adapters map[string]Adapter // by kind
 	lg       *zap.Logger
 	hints    hints
+	metrics  *metrics
 	options
 }
 
@@ -90,6 +91,13 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 		o.logger = c.Logger()
 	}
 	l.lg = o.logger.Named("ledger")
+	if o.registerer != nil {
+		m, err := newMetrics(o.registerer)
+		if err != nil {
+			return nil, coordinator.Invalid("ledger", "%v", err)
+		}
+		l.metrics = m
+	}
 	return l, nil
 }
 

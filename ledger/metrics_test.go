@@ -15,11 +15,16 @@ func TestTransitionsAreCounted(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	cl := embedtest.NewCluster(t)
-	c := lgtest.Coordinator(t, cl, coordinator.WithMetrics(reg))
+	c := lgtest.Coordinator(t, cl)
 	p := newProvider("db-promote")
-	l, err := New(c, WithAdapters(p))
+	l, err := New(c, WithAdapters(p), WithMetrics(reg))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A second ledger of the process on the same registry counts with the first.
+	second, err := New(c, WithAdapters(p), WithMetrics(reg))
+	if err != nil {
+		t.Fatalf("a second ledger on one registry: %v", err)
 	}
 	e := &env{t: t, cl: cl, c: c, l: l, p: p, ctx: lgtest.Ctx(t)}
 	e.s = lgtest.Session(t, c, "worker-a", 10*time.Second)
@@ -30,6 +35,14 @@ func TestTransitionsAreCounted(t *testing.T) {
 	}
 	_, err = l.Dispatch(e.ctx, e.g, "op")
 	lgtest.Want(t, err, coordinator.IllegalTransition)
+	e.authorized(e.g, "lost", promote("db-b"))
+	p.set(func(p *provider) { p.dropResponse = true })
+	if rec, err := l.Dispatch(e.ctx, e.g, "lost"); err != nil || rec.State != Unknown {
+		t.Fatalf("dispatch: state %s, %v", rec.State, err)
+	}
+	if _, err := second.Reconcile(e.ctx, e.g); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := l.List(e.ctx, "", "", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +51,10 @@ func TestTransitionsAreCounted(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"leasegate_ledger_transitions_total", map[string]string{"state": "CONFIRMED", "disposition": "committed"}, 1},
+		{"leasegate_ledger_transitions_total", map[string]string{"state": "CONFIRMED", "disposition": "ok"}, 2},
 		{"leasegate_ledger_transitions_total", map[string]string{"state": "DISPATCHING", "disposition": "illegal_transition"}, 1},
-		{"leasegate_ledger_records", map[string]string{"state": "CONFIRMED"}, 1},
+		{"leasegate_ledger_records", map[string]string{"state": "CONFIRMED"}, 2},
+		{"leasegate_reconciler_actions_total", map[string]string{"action": "confirmed"}, 1},
 		{"leasegate_ledger_records", map[string]string{"state": "UNKNOWN"}, 0},
 	} {
 		if got := metricValue(t, reg, m.name, m.labels); got != m.want {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -26,6 +27,7 @@ type options struct {
 	callTimeout   time.Duration
 	validity      time.Duration
 	policy        func(ctx context.Context, e Effect) (string, error)
+	registerer    prometheus.Registerer
 }
 
 // Defaults of the options.
@@ -135,6 +137,22 @@ func WithCallTimeout(d time.Duration) Option {
 			return fmt.Errorf("call timeout %v must be positive", d)
 		}
 		o.callTimeout = d
+		return nil
+	}
+}
+
+// WithMetrics registers the ledger's metrics on reg:
+// leasegate_ledger_transitions_total{state,disposition} (disposition "ok"
+// when the transition applied), leasegate_reconciler_actions_total{action}
+// and leasegate_ledger_records{state} (set by a whole-ledger List). Ledgers
+// of one process on one registry share them. Without it nothing is
+// counted.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(o *options) error {
+		if reg == nil {
+			return errors.New("nil prometheus registerer")
+		}
+		o.registerer = reg
 		return nil
 	}
 }

@@ -95,7 +95,7 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 	}
 	if tenant == "" && task == "" { // the whole ledger: the gauge of records by state
 		for _, st := range States {
-			l.c.Metrics().LedgerRecords(string(st), count[st])
+			l.metrics.recordsIn(st, count[st])
 		}
 	}
 	return out, nil

@@ -119,7 +119,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 			last, lastDetail = Inconclusive, "provider says applied but shows no evidence"
 			continue
 		case outcome == Applied:
-			l.c.Metrics().ReconcilerAction("confirmed")
+			l.metrics.action("confirmed")
 			return l.transition(ctx, g, rec, change{to: Confirmed, by: StepReconcile,
 				reason: "provider's authority shows it applied", evidence: l.stamped(ev)})
 		case outcome == NotApplied && lookup:
@@ -133,7 +133,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 		return l.notApplied(ctx, g, ad, rec, lastEv)
 	}
 	if last == Pending {
-		l.c.Metrics().ReconcilerAction("pending")
+		l.metrics.action("pending")
 		l.lg.Info("still pending", l.fields(g, rec.Operation)...)
 		return rec, nil
 	}
@@ -141,7 +141,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 	if lastDetail != "" {
 		reason += ": " + lastDetail
 	}
-	l.c.Metrics().ReconcilerAction("manual_review")
+	l.metrics.action("manual_review")
 	return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, reason: truncate(reason)})
 }
 
@@ -155,29 +155,29 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	}
 	c := ad.Contract()
 	age := l.now().Sub(rec.DispatchedAt)
-	m := l.c.Metrics()
+	m := l.metrics
 	switch {
 	case !c.RetrySafe:
-		m.ReconcilerAction("manual_review")
+		m.action("manual_review")
 		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: "provider shows it not applied, but its contract does not make a retry under the same id safe"})
 	case c.Retention <= 0 || rec.DispatchedAt.IsZero() || age >= c.Retention:
-		m.ReconcilerAction("manual_review")
+		m.action("manual_review")
 		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
 	}
 	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
 		if !c.Lookup && !c.Conditional {
-			m.ReconcilerAction("manual_review")
+			m.action("manual_review")
 			return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
 				reason: fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id nor a provider-side precondition",
 					seen(rec.Precondition), seen(now))})
 		}
-		m.ReconcilerAction("superseded")
+		m.action("superseded")
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
 			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", seen(rec.Precondition), seen(now))})
 	}
-	m.ReconcilerAction("retried")
+	m.action("retried")
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
 }

@@ -194,11 +194,7 @@ func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []c
 func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record, ch change) (_ Record, err error) {
 	defer func() {
 		if !errors.Is(err, errExists) {
-			d := coordinator.DispositionOf(err)
-			if err == nil {
-				d = coordinator.Committed
-			}
-			l.c.Metrics().LedgerTransition(string(ch.to), d)
+			l.metrics.transition(ch.to, coordinator.DispositionOf(err))
 		}
 	}()
 	op := string(ch.by)
@@ -298,7 +294,7 @@ var errExists = errors.New("ledger: record exists")
 
 // refuse counts a transition to to that a call refused before trying it.
 func (l *Ledger) refuse(to State, err error) error {
-	l.c.Metrics().LedgerTransition(string(to), coordinator.DispositionOf(err))
+	l.metrics.transition(to, coordinator.DispositionOf(err))
 	return err
 }
 
