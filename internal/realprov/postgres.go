@@ -39,7 +39,7 @@ type PGNode struct {
 	Name string // "db-a" (the first primary) or "db-b"
 	Port int
 	Data string // its data directory
-	Log  string // its server log
+	Log  string // its server log (every statement, with application_name)
 
 	pair *PGPair
 	server
@@ -257,7 +257,7 @@ func (n *PGNode) startOnce(ctx context.Context) error {
 		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
 		"-c", "shared_buffers=16MB", "-c", "max_connections=30", "-c", "max_wal_senders=5",
 		"-c", "wal_keep_size=64MB", "-c", "hot_standby=on", "-c", "wal_receiver_status_interval=1s",
-		"-c", "logging_collector=off")
+		"-c", "logging_collector=off", "-c", "log_statement=all", "-c", "log_line_prefix=%m [%p] app=%a ")
 	cmd.Dir = n.Data
 	proc, err := startProcess(cmd, n.Log)
 	if err != nil {
@@ -287,6 +287,20 @@ func (n *PGNode) Stop() error { return n.stopWith(syscall.SIGINT, 30*time.Second
 // Crash stops the server at once (immediate shutdown: SIGQUIT), as a
 // crash would leave it; Start recovers it.
 func (n *PGNode) Crash() error { return n.stopWith(syscall.SIGQUIT, 30*time.Second) }
+
+// Statements are the statements containing substr that the server logged
+// (log_statement=all), each prefixed by the client's application_name
+// ("app=…"): the server's own record of who sent what.
+func (n *PGNode) Statements(substr string) []string {
+	b, _ := os.ReadFile(n.Log)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "statement:") && strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
 
 // readTail is the last lines of a log, for an error message.
 func readTail(path string) string {
