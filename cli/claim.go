@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 )
 
@@ -30,6 +31,9 @@ release. A task held by someone else is refused with busy and the holder.`,
 func claim(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
+	}
+	if viaGateway(c) {
+		return claimViaGateway(c)
 	}
 	l, err := labels(c, "tenant", "task", "owner")
 	if err != nil {
@@ -103,6 +107,14 @@ func withGrant(c *cli.Context, done coordinator.Disposition, act func(*coordinat
 	g, err := grantOf(c)
 	if err != nil {
 		return err
+	}
+	if viaGateway(c) && done == coordinator.Released {
+		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+			if err := gw.Release(ctx, g); err != nil {
+				return err
+			}
+			return globalsOf(c).out.result(grantOutput{Disposition: done, Grant: g}, grantTable(done, g))
+		})
 	}
 	// The grant's keyspace must exist: never create one to refuse it in.
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {

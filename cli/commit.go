@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 )
@@ -83,16 +84,30 @@ func commit(c *cli.Context) error {
 		return coordinator.Refusal(coordinator.ScopeMismatch, op, in.Tenant, in.Task,
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
+	if viaGateway(c) {
+		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+			r, err := gw.Commit(ctx, g, in)
+			if err != nil {
+				return err
+			}
+			return printReceipt(c, r)
+		})
+	}
 	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		r, err := fencedtxn.Commit(ctx, co, g, in)
 		if err != nil {
 			return err
 		}
-		return globalsOf(c).out.result(r, table{
-			header: []string{"DISPOSITION", "TENANT", "TASK", "OPERATION", "VERSION", "EPOCH", "REVISION"},
-			rows: [][]string{{string(r.Disposition), r.Tenant, r.Task, r.Operation, num(r.CommittedVersion),
-				num(r.Epoch), num(r.Revision)}},
-		})
+		return printReceipt(c, r)
+	})
+}
+
+// printReceipt prints a commit's receipt.
+func printReceipt(c *cli.Context, r fencedtxn.Receipt) error {
+	return globalsOf(c).out.result(r, table{
+		header: []string{"DISPOSITION", "TENANT", "TASK", "OPERATION", "VERSION", "EPOCH", "REVISION"},
+		rows: [][]string{{string(r.Disposition), r.Tenant, r.Task, r.Operation, num(r.CommittedVersion),
+			num(r.Epoch), num(r.Revision)}},
 	})
 }
 

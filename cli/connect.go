@@ -32,6 +32,7 @@ type globals struct {
 	out            printer
 	lg             *zap.Logger
 	etcdLog        *zap.Logger // the etcd client's own logger (etcdClientLogger)
+	gateway        string      // --gateway: act through leasegate serve (gateway.go)
 }
 
 type globalsKey struct{}
@@ -84,6 +85,9 @@ func parseGlobals(c *cli.Context) (*globals, error) {
 	g.lg = newLogger(c.App.ErrWriter, level)
 	g.etcdLog = etcdClientLogger(g.lg, level)
 
+	if g.gateway = c.String("gateway"); g.gateway != "" && !strings.HasPrefix(g.gateway, "https://") {
+		return bad("--gateway %q: the gateway's URL is https://host:port", g.gateway)
+	}
 	g.user, g.password = c.String("user"), c.String("password")
 	if name, pw, ok := strings.Cut(g.user, ":"); ok && g.password == "" {
 		g.user, g.password = name, pw
@@ -188,6 +192,9 @@ const (
 // fresh connection, the keyspace opened as a says, and a context bounded by
 // --command-timeout; the client is closed when f returns.
 func withCoordinator(c *cli.Context, a access, f func(ctx context.Context, co *coordinator.Coordinator) error) error {
+	if viaGateway(c) {
+		return notThroughGateway(c)
+	}
 	ctx, cancel := commandContext(c)
 	defer cancel()
 	co, closeClient, err := connect(ctx, c, a)

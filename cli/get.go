@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 )
@@ -47,20 +48,35 @@ func get(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+			st, err := gw.Get(ctx, l[0], l[1])
+			if err != nil {
+				return err
+			}
+			return printState(c, st)
+		})
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		st, err := fencedtxn.Get(ctx, co, l[0], l[1])
 		if err != nil {
 			return err
 		}
-		if c.Bool("value-only") {
-			_, err := c.App.Writer.Write(st.Value)
-			return err
-		}
-		return globalsOf(c).out.result(stateOutput{Disposition: ok, State: st}, table{
-			header: []string{"TENANT", "TASK", "VERSION", "LAST-OPERATION", "EPOCH", "REVISION", "VALUE"},
-			rows: [][]string{{st.Tenant, st.Task, num(st.Version), orDash(st.Operation), numOrDash(st.Epoch),
-				numOrDash(st.Revision), valueCell(st)}},
-		})
+		return printState(c, st)
+	})
+}
+
+// printState prints a task's protected state (the raw value alone with
+// --value-only).
+func printState(c *cli.Context, st fencedtxn.State) error {
+	if c.Bool("value-only") {
+		_, err := c.App.Writer.Write(st.Value)
+		return err
+	}
+	return globalsOf(c).out.result(stateOutput{Disposition: ok, State: st}, table{
+		header: []string{"TENANT", "TASK", "VERSION", "LAST-OPERATION", "EPOCH", "REVISION", "VALUE"},
+		rows: [][]string{{st.Tenant, st.Task, num(st.Version), orDash(st.Operation), numOrDash(st.Epoch),
+			numOrDash(st.Revision), valueCell(st)}},
 	})
 }
 
