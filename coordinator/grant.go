@@ -79,7 +79,7 @@ func (g Grant) Validate() error {
 // fields are the log fields of a grant; taskFields leave out owner and
 // lease, for a logger that already carries them (a session's).
 func (g Grant) fields() []zap.Field {
-	return append(g.taskFields(), zap.String("owner", g.Owner), zap.Int64("lease-id", g.Lease))
+	return append(g.taskFields(), zap.String("owner", g.Owner), leaseField(g.Lease))
 }
 
 func (g Grant) taskFields() []zap.Field {

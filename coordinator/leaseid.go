@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"go.uber.org/zap"
 )
 
 // FormatLeaseID writes a lease ID as etcdctl does: 16 hex digits
@@ -13,6 +15,10 @@ import (
 // strings: an ID above 2^53 as a JSON number is rounded by jq and
 // JavaScript, and the mangled grant then names another lease.
 func FormatLeaseID(id int64) string { return fmt.Sprintf("%016x", uint64(id)) }
+
+// leaseField is a lease ID as a log field: 16 hex digits, as etcdctl, the
+// CLI and the JSON output write it, at every level.
+func leaseField(id int64) zap.Field { return zap.String("lease-id", FormatLeaseID(id)) }
 
 // ParseLeaseID reads a lease ID written in hex, as etcdctl and leasegate's
 // JSON show it ("694d7b1f3c2a0b11", "0x694d7b1f3c2a0b11"), or in decimal.

@@ -6,7 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
 // big is a lease ID above 2^53: as a JSON number, jq and JavaScript round it.
@@ -95,5 +101,34 @@ func TestCheckTTL(t *testing.T) {
 	}
 	if err := coordinator.CheckTTL(25 * time.Hour); err == nil || !strings.Contains(err.Error(), "24h") {
 		t.Fatalf("CheckTTL(25h): %v; want the maximum named", err)
+	}
+}
+
+// TestLogsWriteLeaseIDsInHex: every log entry that names a lease names it
+// as etcdctl and the CLI print it, 16 hex digits, at info as at debug.
+func TestLogsWriteLeaseIDsInHex(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := lgtest.Coordinator(t, cl, coordinator.WithLogger(zap.New(core)))
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "k")
+	if err := c.Release(lgtest.Ctx(t), g); err != nil {
+		t.Fatal(err)
+	}
+	want := coordinator.FormatLeaseID(s.Lease())
+	named := 0
+	for _, e := range logs.All() {
+		v, ok := e.ContextMap()["lease-id"]
+		if !ok {
+			continue
+		}
+		named++
+		if v != want {
+			t.Errorf("%q logs lease-id %v (%T), want %q", e.Message, v, v, want)
+		}
+	}
+	if named < 2 {
+		t.Fatalf("%d log entries name the lease, want the session's and the release's at least", named)
 	}
 }

@@ -82,7 +82,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	}
 	s := &Session{
 		c: c, owner: owner, lease: resp.ID, ttl: ttl, margin: o.margin,
-		lg:       c.lg.Named("session").With(zap.String("owner", owner), zap.Int64("lease-id", int64(resp.ID))),
+		lg:       c.lg.Named("session").With(zap.String("owner", owner), leaseField(int64(resp.ID))),
 		donec:    make(chan struct{}),
 		deadline: sent.Add(ttl - o.margin),
 	}
