@@ -3,11 +3,13 @@ package coordinator_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -68,6 +70,46 @@ func TestCurrentAnswersEachRefusal(t *testing.T) {
 	}
 	if err := c.Current(ctx, newer); err != nil {
 		t.Fatalf("Current of the newer grant: %v", err)
+	}
+
+	// The refusal says which way the fence moved, and its holder carries
+	// the real TTL and state version, whichever path refused: Current,
+	// Release, a commit.
+	if _, err := fencedtxn.Commit(ctx, c, newer, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op-1", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, refuse := range []func() error{
+		func() error { return c.Current(ctx, g) },
+		func() error { return c.Release(ctx, g) },
+		func() error {
+			_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op-2", ExpectedVersion: 1})
+			return err
+		},
+	} {
+		err := refuse()
+		lgtest.Want(t, err, coordinator.StaleOwner)
+		var e *coordinator.Error
+		if !errors.As(err, &e) || e.Holder == nil {
+			t.Fatalf("stale_owner without a holder: %v", err)
+		}
+		if h := e.Holder; h.Owner != "worker-2" || h.TTLLeft < 1 || h.TTLLeft > 10 || h.StateVersion != 1 || h.LastOperation != "op-1" {
+			t.Fatalf("%s: holder %+v; want worker-2 with its TTL left (1..10 s) and state version 1 (op-1)", e.Op, *h)
+		}
+		if !strings.Contains(e.Detail, "a newer grant owns the task") {
+			t.Fatalf("%s: detail %q does not say a newer grant owns the task", e.Op, e.Detail)
+		}
+	}
+	// A grant of an epoch the fence never reached (the authority restored
+	// from before it): not "newer".
+	ahead := newer
+	ahead.Epoch += 1000
+	err = c.Current(ctx, ahead)
+	lgtest.Want(t, err, coordinator.StaleOwner)
+	if !errors.As(err, &e) || strings.Contains(e.Detail, "newer") || !strings.Contains(e.Detail, "older than the grant's epoch") {
+		t.Fatalf("fence older than the grant: detail %q; want it said so, not a newer grant", e.Detail)
+	}
+	if strings.Contains(coordinator.StaleOwner.Hint(), "newer") {
+		t.Fatalf("stale_owner's hint %q claims a newer grant, which is untrue after a restore", coordinator.StaleOwner.Hint())
 	}
 
 	// The lease expires: expired_owner.

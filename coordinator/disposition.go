@@ -120,7 +120,7 @@ func (d Disposition) Hint() string {
 	case Busy:
 		return "another grant holds the task; wait for it to be released or expire ('leasegate run --wait' or Session.Acquire waits for you)"
 	case StaleOwner:
-		return "a newer grant owns the task; this worker must stop acting for it"
+		return "this grant is no longer the task's current one; this worker must stop acting for it"
 	case ExpiredOwner:
 		return "the lease of this grant ran out or was revoked; claim again for a new epoch"
 	case GenerationMismatch:

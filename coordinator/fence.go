@@ -19,6 +19,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -77,8 +78,11 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 		return refuse(GenerationMismatch, "grant realm %s, authority realm %s", g.Realm, realm.Value)
 	case fence == nil:
 		return refuse(StaleOwner, "the task has no fence: no grant was ever published for it, or retention collected it while nobody owned the task")
-	case fence.ModRevision != g.Epoch:
-		return refuse(StaleOwner, "the fence is at epoch %d, the grant's epoch is %d", fence.ModRevision, g.Epoch)
+	case fence.ModRevision > g.Epoch:
+		return refuse(StaleOwner, "a newer grant owns the task: the fence is at epoch %d, after the grant's epoch %d", fence.ModRevision, g.Epoch)
+	case fence.ModRevision < g.Epoch:
+		return refuse(StaleOwner, "the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant "+
+			"(restored from a snapshot taken before it, or another cluster)", fence.ModRevision, g.Epoch)
 	}
 	var fr FenceRecord
 	if err := json.Unmarshal(fence.Value, &fr); err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {
@@ -91,6 +95,32 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 		return refuse(StaleOwner, "the owner key is %q at epoch %d", owner.Value, owner.ModRevision)
 	}
 	return nil
+}
+
+// DescribeHolder completes the holder of a refusal (an *Error with a
+// Holder, as CheckGuard returns) with what CheckGuard's reads do not show:
+// the task's protected state (StateVersion, LastOperation) and the seconds
+// left on the holder's lease (TTLLeft), read now. It returns err itself,
+// so that a refusal path reads `return c.DescribeHolder(ctx, err)`; any
+// other error passes unchanged. A read that fails leaves its fields as they
+// were (TTLLeft -1: unknown); the refusal stands either way.
+func (c *Coordinator) DescribeHolder(ctx context.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Holder == nil || e.Disposition.Class() != ClassRefused {
+		return err
+	}
+	h := e.Holder
+	var resp *clientv3.GetResponse
+	if rerr := c.do(ctx, request{op: e.Op, tenant: h.Tenant, task: h.Task}, func(ctx context.Context) (err error) {
+		resp, err = c.client.Get(ctx, c.keys.State(h.Tenant, h.Task))
+		return err
+	}); rerr == nil && len(resp.Kvs) > 0 {
+		applyState(h, resp.Kvs[0])
+	}
+	if h.Owner != "" {
+		h.TTLLeft = c.ttlLeft(ctx, h.Lease)
+	}
+	return err
 }
 
 // Current answers "is g still the current grant of its task?" with one
@@ -127,5 +157,5 @@ func (c *Coordinator) current(ctx context.Context, op string, g Grant) error {
 	if resp.Succeeded {
 		return nil
 	}
-	return c.CheckGuard(op, g, resp.Responses)
+	return c.DescribeHolder(ctx, c.CheckGuard(op, g, resp.Responses))
 }

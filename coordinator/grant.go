@@ -147,7 +147,7 @@ func (c *Coordinator) release(ctx context.Context, g Grant) error {
 		return err
 	}
 	if !resp.Succeeded {
-		return c.CheckGuard("release", g, resp.Responses)
+		return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))
 	}
 	logGrant(c.lg, zap.InfoLevel, "released", g, false)
 	return nil

@@ -134,7 +134,10 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	if err != nil {
 		return Receipt{}, err
 	}
-	return classify(c, g, in, receipt, digest, resp)
+	r, err := classify(c, g, in, receipt, digest, resp)
+	// A refusal by the guard names the holder; one more read fills in its
+	// TTL and the state version the Txn could not show.
+	return r, c.DescribeHolder(ctx, err)
 }
 
 // classify reads the commit's answer: the receipt when it applied, else the

@@ -121,7 +121,7 @@ var indepMutations = []Mutation{
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
 	ind("release/refusal-swallowed", grantGo, "a refused Release reports success",
-		`return c.CheckGuard("release", g, resp.Responses)`, `_ = c.CheckGuard("release", g, resp.Responses)`),
+		`return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", grantGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 
@@ -433,6 +433,8 @@ var indepMutations = []Mutation{
 		`cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g.keys.Owner(c.Tenant, c.Task)), "=", 0))`, ``),
 	ind("gc/candidate-key-unchecked", collectorGo, "Apply does not check a mark candidate's key against the mark it names",
 		`if c.Key != g.keyOf(c) {`, `if false {`),
+	ind("gc/candidate-fields-unchecked", collectorGo, "Apply does not check a candidate's key against its tenant, task and operation",
+		`} else if want := g.keyOf(c); c.Key != want {`, `} else if want := g.keyOf(c); false && c.Key != want {`),
 	ind("gc/prefix-no-slash", collectorGo, "Apply accepts a candidate under a sibling prefix (/leasegate-x)",
 		`!strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {`, `!strings.HasPrefix(c.Key, g.keys.Prefix()) {`).
 		equivalent("since 166d107 every candidate's key must equal the key its fields name (a mark's included), and those are all under <prefix>/: a sibling-prefix key is refused by that check whatever the prefix test says"),
