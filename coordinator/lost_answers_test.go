@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -46,61 +45,4 @@ func TestRenewWhoseAnswerWasLostIsOutcomeUnknown(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	lgtest.Want(t, c.Renew(rctx, g), coordinator.OutcomeUnknown)
-}
-
-// TestWatchDoesNotReplayTheListedRevision: the watch after the initial
-// listing starts after the listed revision: a claim already reported as
-// owned is not reported again as claimed; the next event is the release
-// (pinned for indep/watch/rev-overlap).
-func TestWatchDoesNotReplayTheListedRevision(t *testing.T) {
-	t.Parallel()
-	cl := embedtest.NewCluster(t)
-	c := lgtest.Coordinator(t, cl)
-	ctx, cancel := context.WithCancel(lgtest.Ctx(t))
-	defer cancel()
-	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "watched") // the newest revision: the listing's
-	events, err := c.Watch(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := func() coordinator.OwnershipEvent {
-		t.Helper()
-		select {
-		case ev := <-events:
-			return ev
-		case <-time.After(lgtest.Timeout):
-			t.Fatal("no ownership event")
-		}
-		return coordinator.OwnershipEvent{}
-	}
-	if ev := next(); ev.Type != coordinator.EventOwned || ev.Ownership.Epoch != g.Epoch {
-		t.Fatalf("first event %+v; want owned at epoch %d", ev, g.Epoch)
-	}
-	if err := c.Release(ctx, g); err != nil {
-		t.Fatal(err)
-	}
-	if ev := next(); ev.Type != coordinator.EventVacated {
-		t.Fatalf("event after the release %+v; want vacated (the listed claim replayed?)", ev)
-	}
-}
-
-// TestEndpointsOfTwoClustersAreRefused: a client whose endpoints answer for
-// two etcd clusters cannot tell a restore from a mix-up: the origin check
-// is authority_unavailable, not a verdict (pinned for
-// indep/origin/two-clusters-accepted).
-func TestEndpointsOfTwoClustersAreRefused(t *testing.T) {
-	t.Parallel()
-	a, b := embedtest.NewCluster(t), embedtest.NewCluster(t)
-	lgtest.Coordinator(t, a) // a keyspace on each: the realm read may go to either
-	lgtest.Coordinator(t, b)
-	ctx := lgtest.Ctx(t)
-	mixed, err := clientv3.New(clientv3.Config{Endpoints: append(a.Endpoints(), b.Endpoints()...),
-		DialTimeout: 5 * time.Second, DialOptions: coordinator.DialOptions()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mixed.Close() })
-	cm := lgtest.CoordinatorOf(t, mixed)
-	_, err = cm.CheckOrigin(ctx)
-	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
 }
