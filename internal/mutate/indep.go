@@ -73,7 +73,7 @@ var indepMutations = []Mutation{
 		`return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`,
 		`return Grant{}, 0, newError(NoKeyspace, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`),
 	ind("acquire/watch-from-now", claimGo, "Acquire trusts its watch from now: a release between the busy claim and the watch's start is missed",
-		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case false:`),
+		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case got == nil:`),
 	ind("acquire/session-end-ignored", claimGo, "Acquire keeps waiting after its session ended",
 		`case <-s.Done():`, `case <-make(chan struct{}):`),
 
