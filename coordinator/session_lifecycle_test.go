@@ -105,3 +105,37 @@ func TestCloseAfterTheLeaseIsGoneIsNotAnError(t *testing.T) {
 		t.Fatalf("Close after the lease was revoked: %v; want nil", err)
 	}
 }
+
+// TestClosedSessionNeverClaims: a session closed while etcd could not be
+// reached still holds its lease in etcd (the revoke did not get through),
+// but it can no longer act: a claim on it is expired_owner, whatever etcd
+// would say once reachable again (pinned for indep/session/usable-ignores-end).
+func TestClosedSessionNeverClaims(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	cp := cl.ClientProxy(t)
+	cli := cp.Client(t)
+	c := lgtest.CoordinatorOf(t, cli)
+	ctx := lgtest.Ctx(t)
+	s, err := c.NewSession(ctx, "worker", 10*time.Second, coordinator.WithoutKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := lgtest.Coordinator(t, cl) // not through the proxy
+	t.Cleanup(func() { _ = direct.RevokeLease(context.Background(), s.Lease()) })
+	cp.Cut()
+	lgtest.WaitDisconnected(t, cli)
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.Close(cctx); err == nil {
+		t.Fatal("Close with etcd unreachable: nil; want the revoke's hold")
+	}
+	cp.Heal()
+	if _, err := direct.Lease(ctx, s.Lease()); err != nil {
+		t.Fatalf("the closed session's lease: %v; want it still alive in etcd", err)
+	}
+	lgtest.RefusedWritingNothing(t, direct.Client(), c.Keys().Prefix(), coordinator.ExpiredOwner, func() error {
+		_, err := s.Claim(ctx, "t", "after-close")
+		return err
+	})
+}
