@@ -9,6 +9,11 @@
 //	go run ./internal/mutate                 # every mutation; `make mutate`
 //	go run ./internal/mutate -only 'claim'   # mutations whose name matches
 //	go run ./internal/mutate -list           # the list, nothing run
+//	go run ./internal/mutate -only '^indep/' # the independent list alone
+//
+// The list has two parts: mutations.go, written with the tests, and
+// indep.go, written by someone who had read only the non-test code
+// (issue 13); docs/reliability.md gives the score of each.
 //
 // The real tree is never written: the tool copies the files git knows
 // (tracked and untracked-but-not-ignored) into a temporary directory and
@@ -25,7 +30,8 @@
 // a flake of the shared machine, and is skipped for the rest of that
 // mutation (the report names it). It is never part of
 // `make test`: it runs the tests once per mutation (about 20 minutes on two
-// loaded cores for the whole list).
+// loaded cores for mutations.go, and well over an hour more for indep.go,
+// whose mutations each run whole packages; split it with -only).
 package main
 
 import (
