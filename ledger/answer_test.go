@@ -35,9 +35,7 @@ func TestLateAnswerOfAnEarlierDispatchIsNotKept(t *testing.T) {
 	lgtest.Wait(t, entered[0], "the first dispatch to reach the provider")
 	g2 := e.takeover("worker-b")
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Authorized {
-		t.Fatalf("reconcile: %+v %v; want AUTHORIZED (not applied, retry-safe)", recs, err)
-	}
+	wantOne(t, "reconcile", Authorized)(recs, err)
 	second := make(chan Record, 1)
 	go func() {
 		rec, err := e.l.Dispatch(e.ctx, g2, "op")
@@ -83,9 +81,7 @@ func TestAmbiguousKeptAnswerGoesToObserve(t *testing.T) {
 	e.p.set(func(p *provider) { p.afterApply = nil })
 	g2 := lgtest.Claim(t, lgtest.Session(t, e.c, "worker-b", 10*time.Second), tenant, task)
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	e.p.mu.Lock()
 	defer e.p.mu.Unlock()
 	if len(e.p.observed) == 0 || e.p.observed[0].Evidence == nil ||
@@ -106,9 +102,7 @@ func TestAnswerAfterTheRecordSettledIsNotKept(t *testing.T) {
 	go func() { _, err := e.l.Dispatch(e.ctx, e.g, "op"); done <- err }()
 	lgtest.Wait(t, entered, "the provider to apply")
 	g2 := e.takeover("worker-b")
-	if recs, err := e.l.Reconcile(e.ctx, g2); err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(e.l.Reconcile(e.ctx, g2))
 	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	close(release)
 	lgtest.Want(t, <-done, coordinator.StaleOwner)
@@ -141,9 +135,7 @@ func TestAnswerKeptWhileTheNextOwnerObserves(t *testing.T) {
 		}
 	})
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile: %+v %v; want CONFIRMED", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	_, js := e.journal("op")
 	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Unknown, Confirmed)
 }
@@ -165,16 +157,12 @@ func TestKeptRefusalOfAnUnknownRecordIsNotApplied(t *testing.T) {
 	lgtest.Wait(t, entered, "the dispatch to reach the provider")
 	g2 := e.takeover("worker-b")
 	e.p.set(func(p *provider) { p.observeScript = slices.Repeat([]Outcome{Pending}, DefaultPolls) })
-	if recs, err := e.l.Reconcile(e.ctx, g2); err != nil || len(recs) != 1 || recs[0].State != Unknown {
-		t.Fatalf("first reconcile: %+v %v; want UNKNOWN", recs, err)
-	}
+	wantOne(t, "reconcile", Unknown)(e.l.Reconcile(e.ctx, g2))
 	_, _, observed := e.p.calls()
 	close(release)
 	lgtest.Want(t, <-done, coordinator.StaleOwner)
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Authorized {
-		t.Fatalf("second reconcile: %+v %v; want AUTHORIZED (retry-safe, not applied)", recs, err)
-	}
+	wantOne(t, "reconcile", Authorized)(recs, err)
 	if _, _, obs := e.p.calls(); obs != observed {
 		t.Fatalf("%d Observe calls after the kept refusal, want none", obs-observed)
 	}

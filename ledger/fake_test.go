@@ -243,15 +243,59 @@ func (e *env) journal(operation string) (Record, []Transition) {
 	}
 	var prev Transition
 	for i, tr := range js {
-		if tr.Seq != int64(i+1) || tr.From != prev.To || (i > 0 && tr.Revision <= prev.Revision) {
-			e.t.Fatalf("journal entry %d out of order: %+v after %+v", i, tr, prev)
+		switch {
+		case tr.Seq != int64(i+1):
+			e.t.Fatalf("journal entry %d has seq %d, want %d: %+v", i, tr.Seq, i+1, tr)
+		case tr.From != prev.To:
+			e.t.Fatalf("journal entry %d is from %s, the previous one went to %s: %+v", i, tr.From, prev.To, tr)
+		case i > 0 && tr.Revision <= prev.Revision:
+			e.t.Fatalf("journal entry %d at revision %d, not after the previous one's %d", i, tr.Revision, prev.Revision)
 		}
 		prev = tr
 	}
-	if len(js) == 0 || prev.To != rec.State || rec.Seq != int64(len(js)) || prev.Revision != rec.Revision {
-		e.t.Fatalf("journal %+v does not end at record %+v", js, rec)
+	switch {
+	case len(js) == 0:
+		e.t.Fatalf("no journal for record %+v", rec)
+	case prev.To != rec.State:
+		e.t.Fatalf("the journal ends at %s, the record is %s", prev.To, rec.State)
+	case rec.Seq != int64(len(js)):
+		e.t.Fatalf("the record's seq is %d, the journal has %d entries", rec.Seq, len(js))
+	case prev.Revision != rec.Revision:
+		e.t.Fatalf("the journal's last entry is at revision %d, the record at %d", prev.Revision, rec.Revision)
 	}
 	return rec, js
+}
+
+// wantOne checks a Reconcile's answer: no error, one record, in state want
+// — and says which of the three failed.
+func wantOne(t *testing.T, what string, want State) func(recs []Record, err error) {
+	t.Helper()
+	return func(recs []Record, err error) {
+		t.Helper()
+		switch {
+		case err != nil:
+			t.Fatalf("%s: error %v, want none", what, err)
+		case len(recs) != 1:
+			t.Fatalf("%s: %d records, want 1: %+v", what, len(recs), recs)
+		case recs[0].State != want:
+			t.Fatalf("%s: state %s, want %s (record %+v)", what, recs[0].State, want, recs[0])
+		}
+	}
+}
+
+// wantState checks a call's answer: no error, and the record in state want
+// — and says which failed.
+func wantState(t *testing.T, what string, want State) func(rec Record, err error) {
+	t.Helper()
+	return func(rec Record, err error) {
+		t.Helper()
+		switch {
+		case err != nil:
+			t.Fatalf("%s: error %v, want none", what, err)
+		case rec.State != want:
+			t.Fatalf("%s: state %s, want %s (record %+v)", what, rec.State, want, rec)
+		}
+	}
 }
 
 func states(js []Transition) []State {

@@ -37,12 +37,10 @@ func TestDispatchConfirmsWithEvidence(t *testing.T) {
 		t.Fatalf("read back %+v, dispatch returned %+v", got, rec)
 	}
 	// A second dispatch of a confirmed operation is refused and calls nothing.
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
-	_, err = e.l.Dispatch(e.ctx, e.g, "promote-1")
-	lgtest.Want(t, err, coordinator.IllegalTransition)
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("refused dispatch wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+		_, err := e.l.Dispatch(e.ctx, e.g, "promote-1")
+		return err
+	})
 	if _, apply, _ := e.p.calls(); apply != 1 {
 		t.Fatalf("adapter applied %d times", apply)
 	}
@@ -63,12 +61,10 @@ func TestProposeIsIdempotentOnTheOperationID(t *testing.T) {
 	if err != nil || again.Revision != first.Revision || again.ParamsDigest != first.ParamsDigest {
 		t.Fatalf("second propose: %+v %v (first %+v)", again, err, first)
 	}
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
-	_, err = e.l.Propose(e.ctx, e.g, "op", promote("db-c"), pre)
-	lgtest.Want(t, err, coordinator.OperationConflict)
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("conflicting propose wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.OperationConflict, func() error {
+		_, err := e.l.Propose(e.ctx, e.g, "op", promote("db-c"), pre)
+		return err
+	})
 }
 
 func TestAuthorizeBindsTheExactDigests(t *testing.T) {
@@ -79,21 +75,21 @@ func TestAuthorizeBindsTheExactDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := Digest(promote("db-c"))
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	for name, a := range map[string]Approval{
 		"other parameters": {Approver: "darius", ParamsDigest: other, PreconditionDigest: rec.Precondition.Digest},
 		"other world":      {Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: "world-0"},
 	} {
-		_, err := e.l.Authorize(e.ctx, e.g, "op", a)
-		if coordinator.DispositionOf(err) != coordinator.OperationConflict {
-			t.Fatalf("%s: %v", name, err)
-		}
+		t.Run(name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.OperationConflict, func() error {
+				_, err := e.l.Authorize(e.ctx, e.g, "op", a)
+				return err
+			})
+		})
 	}
-	_, err = e.l.Authorize(e.ctx, e.g, "op", Approval{Approver: "darius"})
-	lgtest.Want(t, err, coordinator.InvalidInput)
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("refused approvals wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.InvalidInput, func() error {
+		_, err := e.l.Authorize(e.ctx, e.g, "op", Approval{Approver: "darius"})
+		return err
+	})
 	a := Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Policy: "policy-7", At: time.Now()}
 	got, err := e.l.Authorize(e.ctx, e.g, "op", a)
 	if err != nil || got.State != Authorized || got.ApprovalDigest != a.Digest() {
@@ -111,14 +107,12 @@ func TestStaleEpochRefusedBeforeTheAdapter(t *testing.T) {
 	e.authorized(e.g, "op", promote("db-b"))
 	old := e.g
 	e.takeover("worker-b")
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
-	_, err := e.l.Dispatch(e.ctx, old, "op")
-	lgtest.Want(t, err, coordinator.StaleOwner)
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.StaleOwner, func() error {
+		_, err := e.l.Dispatch(e.ctx, old, "op")
+		return err
+	})
 	if pre, apply, obs := e.p.calls(); pre+apply+obs != 0 {
 		t.Fatalf("the adapter saw %d precondition, %d apply, %d observe calls", pre, apply, obs)
-	}
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("stale dispatch wrote:\n%s", d)
 	}
 }
 
@@ -309,9 +303,7 @@ func TestAdapterCallsAreBounded(t *testing.T) {
 	e := newEnv(t, WithCallTimeout(time.Minute))
 	e.authorized(e.g, "op", promote("db-b"))
 	start := time.Now()
-	if rec, err := e.l.Dispatch(context.Background(), e.g, "op"); err != nil || rec.State != Confirmed {
-		t.Fatalf("dispatch: %+v %v", rec, err)
-	}
+	wantState(t, "dispatch", Confirmed)(e.l.Dispatch(context.Background(), e.g, "op"))
 	e.p.mu.Lock()
 	defer e.p.mu.Unlock()
 	if d := e.p.applyDeadlines[0]; d.IsZero() || d.After(start.Add(time.Minute+time.Second)) {
@@ -486,9 +478,7 @@ func TestHintInAnotherStateIsReadAgain(t *testing.T) {
 	}
 	e.p.set(func(p *provider) { p.lostRequest = false })
 	g2 := e.takeover("worker-b")
-	if recs, err := other.Reconcile(e.ctx, g2); err != nil || len(recs) != 1 || recs[0].State != Authorized {
-		t.Fatalf("other's reconcile: %+v %v; want AUTHORIZED", recs, err)
-	}
+	wantOne(t, "reconcile", Authorized)(other.Reconcile(e.ctx, g2))
 	if rec, err := e.l.Dispatch(e.ctx, g2, "op"); err != nil || rec.State != Confirmed {
 		t.Fatalf("dispatch after another ledger's reconcile: state %s, %v; want CONFIRMED", rec.State, err)
 	}

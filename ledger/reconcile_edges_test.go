@@ -14,9 +14,7 @@ func notAppliedAfter(t *testing.T, e *env, advance func(time.Duration), later ti
 	t.Helper()
 	e.p.set(func(p *provider) { p.lostRequest = true })
 	e.authorized(e.g, "op", promote("db-b"))
-	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
-		t.Fatalf("dispatch: %+v %v", rec, err)
-	}
+	wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "op"))
 	advance(later)
 	e.p.set(func(p *provider) { p.lostRequest = false })
 }
@@ -39,9 +37,7 @@ func TestNotAppliedExactlyARetentionLaterIsManualReview(t *testing.T) {
 	notAppliedAfter(t, e, advance, time.Hour) // the provider's Retention
 	g2 := e.takeover("worker-b")
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != ManualReview {
-		t.Fatalf("reconcile exactly one retention after the dispatch: %+v %v; want MANUAL_REVIEW", recs, err)
-	}
+	wantOne(t, "reconcile", ManualReview)(recs, err)
 }
 
 // TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded: when the
@@ -56,9 +52,7 @@ func TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded(t *testing.T) 
 	e.p.set(func(p *provider) { p.preErr = errObserve })
 	g2 := e.takeover("worker-b")
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Authorized {
-		t.Fatalf("reconcile with the precondition unobservable: %+v %v; want AUTHORIZED, not SUPERSEDED", recs, err)
-	}
+	wantOne(t, "reconcile", Authorized)(recs, err)
 }
 
 // TestProviderAnswerIsRecordedAfterTheCallerGivesUp: once Apply returned,

@@ -69,9 +69,7 @@ func TestWorkerStoppedBeforeReceiptIsReconciledByNextOwner(t *testing.T) {
 	s := lgtest.Session(t, e.c, "worker-b", 10*time.Second)
 	g2 := lgtest.Claim(t, s, tenant, task)
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	if n := e.p.appliedCount("promote"); n != 1 {
 		t.Fatalf("provider applied %d times", n)
 	}
@@ -129,9 +127,7 @@ func TestOwnershipLostMidDispatch(t *testing.T) {
 		t.Fatalf("old owner's record: state %s, answer %+v; want DISPATCHING with the answer kept", r.rec.State, r.rec.Answer)
 	}
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	if _, apply, obs := e.p.calls(); apply != 1 || obs != 0 || e.p.appliedCount("promote") != 1 {
 		t.Fatalf("%d Apply, %d Observe calls; want 1, 0", apply, obs)
 	}
@@ -154,9 +150,7 @@ func TestAnswerAfterTheNextOwnerReconciledIsKept(t *testing.T) {
 		p.observeScript = []Outcome{Pending, Pending, Pending, Pending, Pending, Pending, Pending, Pending}
 	})
 	recs, err := e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Unknown {
-		t.Fatalf("first reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Unknown)(recs, err)
 	_, _, observed := e.p.calls()
 	close(release)
 	var derr error
@@ -172,9 +166,7 @@ func TestAnswerAfterTheNextOwnerReconciledIsKept(t *testing.T) {
 	}
 	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Unknown)
 	recs, err = e.l.Reconcile(e.ctx, g2)
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("second reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	if _, apply, obs := e.p.calls(); apply != 1 || obs != observed {
 		t.Fatalf("%d Apply, %d Observe calls; want 1, %d (no call after the answer)", apply, obs, observed)
 	}
@@ -216,14 +208,10 @@ func TestPendingStaysUnknownThenConfirms(t *testing.T) {
 		p.dropResponse = true
 		p.observeScript = []Outcome{Pending, Pending, Pending, Pending, Pending, Pending} // then the truth: applied
 	})
-	if rec, err := e.l.Dispatch(e.ctx, e.g, "dns"); err != nil || rec.State != Unknown {
-		t.Fatalf("dispatch: %+v %v", rec, err)
-	}
+	wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "dns"))
 	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	recs, err := e.l.Reconcile(e.ctx, e.g)
-	if err != nil || len(recs) != 1 || recs[0].State != Unknown {
-		t.Fatalf("reconcile while pending: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Unknown)(recs, err)
 	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
 		t.Fatalf("pending wrote:\n%s", d)
 	}
@@ -233,9 +221,7 @@ func TestPendingStaysUnknownThenConfirms(t *testing.T) {
 	}
 	mu.Unlock()
 	recs, err = e.l.Reconcile(e.ctx, e.g) // two more pending, then settled
-	if err != nil || len(recs) != 1 || recs[0].State != Confirmed {
-		t.Fatalf("reconcile once settled: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", Confirmed)(recs, err)
 	_, js := e.journal("dns")
 	wantStates(t, js, Proposed, Authorized, Dispatching, Unknown, Confirmed)
 }
@@ -258,13 +244,9 @@ func testManualReview(t *testing.T, fault func(p *provider)) {
 	e := newEnv(t, WithPolling(time.Millisecond, time.Millisecond, 3))
 	e.authorized(e.g, "op", promote("db-b"))
 	e.p.set(func(p *provider) { p.dropResponse = true; fault(p) })
-	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
-		t.Fatalf("dispatch: %+v %v", rec, err)
-	}
+	wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "op"))
 	recs, err := e.l.Reconcile(e.ctx, e.g)
-	if err != nil || len(recs) != 1 || recs[0].State != ManualReview {
-		t.Fatalf("reconcile: %+v %v", recs, err)
-	}
+	wantOne(t, "reconcile", ManualReview)(recs, err)
 	if _, _, obs := e.p.calls(); obs != 3 {
 		t.Fatalf("%d observations, want the bound 3", obs)
 	}
@@ -272,14 +254,14 @@ func testManualReview(t *testing.T, fault func(p *provider)) {
 	if recs, err := e.l.Reconcile(e.ctx, e.g); err != nil || len(recs) != 0 {
 		t.Fatalf("second reconcile: %+v %v", recs, err)
 	}
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
-	_, err = e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{}, "imani", "CloudTrail shows the promotion")
-	lgtest.Want(t, err, coordinator.InvalidInput) // CONFIRMED needs evidence
-	_, err = e.l.Resolve(e.ctx, e.g, "op", Dispatching, Evidence{}, "imani", "retry it")
-	lgtest.Want(t, err, coordinator.IllegalTransition)
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("refused resolve wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.InvalidInput, func() error { // CONFIRMED needs evidence
+		_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{}, "imani", "CloudTrail shows the promotion")
+		return err
+	})
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+		_, err := e.l.Resolve(e.ctx, e.g, "op", Dispatching, Evidence{}, "imani", "retry it")
+		return err
+	})
 	ev := Evidence{ProviderIDs: []string{"cloudtrail-evt-42"}, Detail: json.RawMessage(`{"writer":"db-b"}`)}
 	rec, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, ev, "imani", "CloudTrail shows the promotion")
 	if err != nil || rec.State != Confirmed {
@@ -337,9 +319,7 @@ func TestNotApplied(t *testing.T) {
 			e := newEnv(t, WithClock(clock))
 			e.p.set(func(p *provider) { p.contract, p.lostRequest = tc.contract, true })
 			e.authorized(e.g, "op", promote("db-b"))
-			if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Unknown {
-				t.Fatalf("dispatch: %+v %v", rec, err)
-			}
+			wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "op"))
 			mu.Lock()
 			now = now.Add(tc.later)
 			mu.Unlock()

@@ -150,9 +150,7 @@ func TestCallsRefuseRecordsInOtherStates(t *testing.T) {
 	}
 	e.authorized(e.g, "unknown", promote("db-b"))
 	e.p.set(func(p *provider) { p.dropResponse = true })
-	if rec, err := e.l.Dispatch(e.ctx, e.g, "unknown"); err != nil || rec.State != Unknown {
-		t.Fatalf("dispatch: %+v %v", rec, err)
-	}
+	wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "unknown"))
 	ev := Evidence{ProviderIDs: []string{"x"}}
 	for name, call := range map[string]func() error{
 		"authorize confirmed": func() error {
@@ -268,14 +266,10 @@ func TestInvalidInputWritesNothing(t *testing.T) {
 			return err
 		}},
 	}
-	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	for _, b := range bad {
-		if err := b.call(); coordinator.DispositionOf(err) != coordinator.InvalidInput {
-			t.Fatalf("%s: %v, want invalid_input", b.name, err)
-		}
-	}
-	if d := before.Diff(lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())); d != "" {
-		t.Fatalf("invalid input wrote:\n%s", d)
+		t.Run(b.name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.InvalidInput, b.call)
+		})
 	}
 	for _, opt := range []Option{WithAdapters(nil), WithPolling(0, time.Second, 1), WithPolling(time.Second, time.Millisecond, 1),
 		WithPolling(time.Millisecond, time.Second, 0), WithClock(nil), WithSleep(nil), WithLogger(nil), WithRecordTimeout(0), WithCallTimeout(0)} {

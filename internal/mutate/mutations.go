@@ -258,7 +258,7 @@ var mutations = []Mutation{
 		run("./ledger", "TestTransitionTableOverAllStatePairs"), ledgerPkg),
 	mut("transition/applyonce-any-epoch", transitionGo, "a retried decision matches one made under another grant",
 		`t.To == ch.to && t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner`, `t.To == ch.to && t.By == ch.by && t.Owner == g.Owner`,
-		run("./ledger", "TestLedgerMutationsMissed"), ledgerPkg),
+		run("./ledger", "TestRetriedDecisionIsTheSameGrantsOnly"), ledgerPkg),
 
 	// ---- the gateway (ledger/gateway.go)
 	mut("gateway/grant-not-first", gatewayGo, "a stale grant dispatching a record it may not claim is told illegal_transition, not that it is stale",

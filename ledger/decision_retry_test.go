@@ -7,9 +7,11 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-// TestLedgerMutationsMissed pins behaviours that survived the mutation tool
-// (internal/mutate; docs/reliability.md, "Mutation score").
-func TestLedgerMutationsMissed(t *testing.T) {
+// A retried decision (Reject, Resolve) is recognised as the same one only
+// under the same grant: the same owner label with a newer grant is another
+// decision. (It survived the mutation tool before this test: internal/mutate,
+// transition/applyonce-any-epoch.)
+func TestRetriedDecisionIsTheSameGrantsOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 
