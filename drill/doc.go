@@ -15,7 +15,9 @@
 // operations are real ledger records moved by fenced Txns, and the ledger
 // reaches the providers only through the adapters (adapters.go). Graders
 // (graders.go) read the trajectory (trajectory.go): the ledger's journal as
-// etcd stores it, the claims, and the providers' logs.
+// etcd stores it, the claims, and the providers' logs; cost.go measures
+// the cost of safety; scenario.go replays the seed's incident; svg.go draws
+// a trajectory.
 //
 // # Guarantees
 //
@@ -36,14 +38,21 @@
 //     A simulated lease expiry revokes the real etcd lease (etcd deletes the
 //     owner key as on expiry), at a time the drill chooses. See
 //     docs/drill.md for what the drill does not prove.
-//   - Workers pause or stop only at the points the fault model names: after
-//     a provider applied a promotion, or after the promotion's dispatch was
-//     claimed and before the call left. The gateway reads the grant under
-//     its fence once more as the call leaves (sendable); a pause between
-//     that read and the call itself is not exercised.
-//   - The incident commander resolves a MANUAL_REVIEW promotion only on
-//     evidence (an audit event under the operation's id and the topology
-//     showing the target); without it the record stays there.
+//   - Workers pause or stop only at the windows the fault model names
+//     (faults.go): in the promotion's and the traffic change's dispatch
+//     (after the claim, after the gateway's last fence read, after the
+//     provider accepted), inside Reconcile, before the commander's Resolve.
+//     A stale call through the residual window (after the fence read) is
+//     not a stale_epoch_dispatch violation: it is counted apart
+//     (DesignReport.ResidualStaleCalls), and the other graders judge what
+//     it did.
+//   - The incident commander decides by fixed rules (the loss bound
+//     re-read, the target the evidence names; CONFIRMED or FAILED on the
+//     audit trail and the topology only; a maintenance-page edit resumed,
+//     any other edit left standing); without evidence a record stays in
+//     MANUAL_REVIEW and traffic is held.
+//   - A scenario (WithScenario) is deterministic whatever the seed; its
+//     SVG (Trajectory.SVG) is the same bytes on every run.
 //   - A killed simulated worker is unwound by a panic private to this
 //     package (errKilled), recovered where its goroutine starts: it passes
 //     through the ledger's Dispatch on purpose, so that the dispatch stays
