@@ -45,7 +45,7 @@ drill: build
 # and skips them with one line naming this target when not.
 PROVIDER_PKGS = postgresql bind9 bind9-dnsutils
 HAVE_PROVIDERS = [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null
-.PHONY: providers test-providers provider-note
+.PHONY: providers test-providers provider-note drill-real
 provider-note:
 	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, internal/realprov) skipped: servers absent; run make test-providers"
 
@@ -61,6 +61,18 @@ providers:
 
 test-providers: providers
 	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./internal/realprov ./adapters/...
+
+# Seed 003's failover on the real servers (adapters/failover): the
+# primary crashed, the standby promoted, traffic moved, under six real
+# faults (promote cut after send, the standby stopped, the standby
+# SIGSTOPped with the promote sent, the task passing to another worker in
+# flight, an operator's nsupdate), REAL_ROUNDS rounds (default 4: 24
+# trials). Installs the providers first (root). `leasegate drill
+# --providers real` — the drill's seeded trials and graders on these
+# servers — is not built; this is the failover test's own checks.
+REAL_ROUNDS ?= 4
+drill-real: providers
+	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=$(REAL_ROUNDS) -timeout 20m -run '^TestFailoverOnRealProviders$$' -v ./adapters/failover
 
 # The pictures of the README: the incident scenario drawn in both designs
 # (docs/img/incident-naive.svg, docs/img/incident-fenced.svg).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -45,7 +46,7 @@ func newIncident(t *testing.T) *incident {
 	t.Cleanup(proxy.Close)
 	standby := strings.Replace(pair.Standby.ConnString(), fmt.Sprintf("port=%d", pair.Standby.Port), fmt.Sprintf("port=%d", proxy.Port()), 1)
 	pg, err := pgpromote.New([]pgpromote.Node{{Name: "db-a", ConnString: pair.Primary.ConnString()}, {Name: "db-b", ConnString: standby}},
-		pair.PasswordFile)
+		pair.PasswordFile, pgpromote.WithPromoteWait(2*time.Second), pgpromote.WithDialTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func newIncident(t *testing.T) *incident {
 	}
 	in := &incident{t: t, pair: pair, proxy: proxy, dns: srv, pg: pg, up: up,
 		pgCnt: &adaptertest.Counting{Adapter: pg}, dnsCnt: &adaptertest.Counting{Adapter: up}}
-	in.env = adaptertest.New(t, []ledger.Adapter{in.pgCnt, in.dnsCnt})
+	in.env = adaptertest.New(t, []ledger.Adapter{in.pgCnt, in.dnsCnt}, ledger.WithCallTimeout(2*time.Second))
 	// 02:12: the primary becomes unreachable.
 	if err := pair.Primary.Crash(); err != nil {
 		t.Fatal(err)
@@ -221,6 +222,45 @@ func TestFailoverOnRealProviders(t *testing.T) {
 		}
 		in.pointTraffic(g2, "traffic-db-b", nil)
 		in.check(addr["db-b"])
+	})
+	t.Run("standby frozen (SIGSTOP) with the promote sent", func(t *testing.T) {
+		// The promote is written to a frozen server and its call times out:
+		// ambiguous. Thawed, the server may run it or not (the client's
+		// cancel races it); whichever, the ledger must end where the
+		// topology says — CONFIRMED if db-b is the writer, MANUAL_REVIEW if
+		// not — and never promote twice.
+		in := newIncident(t)
+		in.approvePromotion(in.env.G)
+		in.proxy.OnRequest("pg_promote", func() {
+			if err := in.pair.Standby.Freeze(); err != nil {
+				t.Error(err)
+			}
+		})
+		in.pgCnt.After = func() {
+			if err := in.pair.Standby.Thaw(); err != nil {
+				t.Error(err)
+			}
+		}
+		if rec := in.env.Dispatch(in.env.G, "promote-db-b"); rec.State != ledger.Unknown {
+			t.Fatalf("state %s, want UNKNOWN", rec.State)
+		}
+		in.pgCnt.Before, in.pgCnt.After = nil, nil
+		rec := in.settle(in.env.G, "promote-db-b")
+		deadline := time.Now().Add(30 * time.Second)
+		for rec.State == ledger.Unknown && time.Now().Before(deadline) {
+			rec = in.settle(in.env.G, "promote-db-b")
+		}
+		writer := in.pg.Topology(in.env.Ctx).Writers()
+		t.Logf("after the thaw: ledger %s, writers %v", rec.State, writer)
+		switch {
+		case slices.Equal(writer, []string{"db-b"}) && rec.State == ledger.Confirmed:
+			in.pointTraffic(in.env.G, "traffic-db-b", nil)
+			in.check(addr["db-b"])
+		case len(writer) == 0 && rec.State == ledger.ManualReview:
+			in.check(addr["db-a"]) // the statement reached the server; traffic waits for a person
+		default:
+			t.Fatalf("ledger %s, writers %v: the ledger does not agree with the topology", rec.State, writer)
+		}
 	})
 	t.Run("operator nsupdate mid-incident", func(t *testing.T) {
 		in := newIncident(t)

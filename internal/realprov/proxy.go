@@ -19,6 +19,7 @@ type CutProxy struct {
 	mu      sync.Mutex
 	pattern []byte // armed: cut at the bytes containing it
 	deliver bool   // forward those bytes before cutting (CutAfter) or not (DropAt)
+	before  func() // OnRequest: run before forwarding them, and do not cut
 	conns   map[net.Conn]struct{}
 	cuts    atomic.Int64
 	wg      sync.WaitGroup
@@ -53,9 +54,19 @@ func (p *CutProxy) CutAfter(pattern string) { p.arm(pattern, true) }
 // an ambiguous answer whose truth is "not applied". It fires once.
 func (p *CutProxy) DropAt(pattern string) { p.arm(pattern, false) }
 
+// OnRequest arms the proxy to run f when the next client bytes containing
+// pattern arrive, then forward them and go on relaying (no cut): a fault
+// placed exactly between a connection's setup and one request (freeze the
+// server, say). It fires once.
+func (p *CutProxy) OnRequest(pattern string, f func()) {
+	p.mu.Lock()
+	p.pattern, p.deliver, p.before = []byte(pattern), true, f
+	p.mu.Unlock()
+}
+
 func (p *CutProxy) arm(pattern string, deliver bool) {
 	p.mu.Lock()
-	p.pattern, p.deliver = []byte(pattern), deliver
+	p.pattern, p.deliver, p.before = []byte(pattern), deliver, nil
 	p.mu.Unlock()
 }
 
@@ -114,13 +125,18 @@ func (p *CutProxy) pump(from, to net.Conn, fromClient bool, severed *atomic.Bool
 		n, err := from.Read(buf)
 		if n > 0 {
 			cut, deliver := false, true
+			var before func()
 			if fromClient {
 				window := append(tail, buf[:n]...)
 				p.mu.Lock()
 				if len(p.pattern) > 0 && bytes.Contains(window, p.pattern) {
-					p.pattern, cut, deliver = nil, true, p.deliver
+					p.pattern, cut, deliver, before = nil, p.before == nil, p.deliver, p.before
+					p.before = nil
 				}
 				p.mu.Unlock()
+				if before != nil {
+					before()
+				}
 				tail = append(tail[:0], window[max(0, len(window)-64):]...)
 			}
 			if cut {
