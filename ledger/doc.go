@@ -5,7 +5,9 @@
 //
 //	PROPOSED → AUTHORIZED → DISPATCHING → CONFIRMED
 //	   ↘ REJECTED   ↘ REJECTED     ↘ FAILED (provider's definite no, with evidence)
-//	                ↘ SUPERSEDED   ↘ UNKNOWN → CONFIRMED | SUPERSEDED | MANUAL_REVIEW
+//	                ↘ PROPOSED     ↘ SUPERSEDED (revalidated after the claim; nothing sent)
+//	                  (approval    ↘ AUTHORIZED (the world could not be observed; nothing sent)
+//	                   lapsed)     ↘ UNKNOWN → CONFIRMED | SUPERSEDED | MANUAL_REVIEW
 //	                                         → AUTHORIZED (retry, same id, where the contract allows)
 //	MANUAL_REVIEW → CONFIRMED | FAILED | SUPERSEDED | REJECTED (an operator, Resolve)
 //
@@ -31,7 +33,14 @@
 //     provider's own authority (Observe) settles it or an operator does.
 //   - The world is revalidated at dispatch: an approval binds exact
 //     parameter and precondition digests, and a changed world makes the
-//     record SUPERSEDED without dispatching.
+//     record SUPERSEDED without dispatching. An approval older than its
+//     validity, or given under a policy no longer current, is not
+//     dispatched: the record is PROPOSED again.
+//   - A provider's answer in hand is never dropped: one received after the
+//     dispatch's grant stopped being current is kept on the record, and the
+//     next owner's Reconcile settles from it without asking again.
+//   - Stored data that cannot be decoded is corrupt_record, to reads as to
+//     calls that act; an operation that is not recorded is invalid_input.
 //   - The journal of an operation is in transition order; every entry
 //     records the revision it was written at.
 //
