@@ -25,8 +25,10 @@ func benchCommand() *cli.Command {
 		Description: example(`Runs, in interleaved rounds on the same etcd, a plain Put, a bare Txn of
 exactly the protected commit's shape, fencedtxn.Commit, concurrency.Mutex
 lock+unlock, concurrency.Election campaign+resign, leasegate claim+release,
-the same two Txns bare, and a ledger dispatch (propose, authorize, dispatch,
-confirm, with a provider that applies at once) — at each worker count — and prints ops/s, p50, p99 and
+the same two Txns bare, a ledger dispatch of an authorized record (claim,
+revalidate, apply, confirm, with a provider that applies at once; the record
+is proposed and authorized untimed) and the whole ledger lifecycle (propose,
+authorize, dispatch) — at each worker count — and prints ops/s, p50, p99 and
 the ratios (each taken round by round; the minimum is what a target is checked
 against). Without --endpoints it starts an embedded etcd with fsync on in a
 temporary directory (--unsafe-no-fsync turns fsync off). With --endpoints it
