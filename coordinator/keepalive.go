@@ -89,43 +89,36 @@ type renewal struct {
 	err    error
 }
 
-// renew renews the lease once. Each attempt is bounded by half the time
-// left before the local deadline (ctx's): an attempt that lands on a hung
-// member gives up in time for another. A round of attempts starts on the
-// client's own connection (its balancer picks the member); after a failure
-// each goes to an endpoint whose member has not failed in this round, on a
-// connection of its own, so that a retry cannot ride the balancer back to
-// the member that hung. It returns etcd's answer, or, once ctx is done,
-// its error.
+// renew renews the lease once. Its first attempt goes through the
+// client's own connection (its balancer picks the member), bounded by half
+// the time left before the local deadline (ctx's): one that lands on a hung
+// member gives up in time for the others. Then it asks every other member
+// at once, each on a connection of its own, so that a retry cannot ride the
+// balancer back to the member that hung, and a slow TLS handshake with the
+// healthy one is not cut short by the members tried before it: the first
+// answer wins. When every member failed it pauses and starts over. It
+// returns etcd's answer, or, once ctx is done, its error.
 func (s *Session) renew(ctx context.Context) renewal {
-	eps := s.c.client.Endpoints()
 	failures := 0
 	for {
-		bad := map[string]bool{} // members that failed in this round
-		ep := ""
-		for {
-			r := s.attempt(ctx, ep)
-			if r.err == nil || errors.Is(r.err, rpctypes.ErrLeaseNotFound) {
-				if failures > 0 && r.err == nil {
-					s.lg.Info("keepalive renewed after failed attempts", zap.String("member", r.member), zap.Int("failures", failures))
-				}
-				return r
+		r := s.attempt(ctx, "", true)
+		if done(r) {
+			if failures > 0 {
+				s.lg.Info("keepalive renewed after failed attempts", zap.String("member", r.member), zap.Int("failures", failures))
 			}
-			if ctx.Err() != nil {
-				return renewal{err: ctx.Err()}
-			}
-			failures++
-			s.attemptFailed(ctx, r, failures)
-			bad[r.member] = true
-			if ep != "" {
-				bad[endpointHost(ep)] = true
-			}
-			if ep = nextEndpoint(eps, bad); ep == "" {
-				break
-			}
+			return r
 		}
-		// Every member failed in this round: pause before the next, so that
-		// refused connections do not spin.
+		if ctx.Err() != nil {
+			return renewal{err: ctx.Err()}
+		}
+		failures++
+		s.attemptFailed(ctx, r, failures)
+		if r = s.fanOut(ctx, r.member, &failures); done(r) {
+			s.lg.Info("keepalive renewed after failed attempts", zap.String("member", r.member), zap.Int("failures", failures))
+			return r
+		}
+		// Every member failed: pause before the next round, so that refused
+		// connections do not spin.
 		t := time.NewTimer(min(s.ttl/3, 200*time.Millisecond))
 		select {
 		case <-ctx.Done():
@@ -134,6 +127,42 @@ func (s *Session) renew(ctx context.Context) renewal {
 		case <-t.C:
 		}
 	}
+}
+
+// done reports whether r ends a renewal: etcd answered, renewed or lease gone.
+func done(r renewal) bool { return r.err == nil || errors.Is(r.err, rpctypes.ErrLeaseNotFound) }
+
+// fanOut sends one keepalive to every endpoint but the member that just
+// failed ("" if unknown), each on its own connection, all at once, until
+// ctx is done; the first answer wins and the others are cancelled. Each
+// failure is counted (and logged) as it comes.
+func (s *Session) fanOut(ctx context.Context, failed string, failures *int) renewal {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var eps []string
+	for _, ep := range s.c.client.Endpoints() {
+		if failed == "" || endpointHost(ep) != failed {
+			eps = append(eps, ep)
+		}
+	}
+	results := make(chan renewal, len(eps))
+	for _, ep := range eps {
+		go func() { results <- s.attempt(fctx, ep, false) }()
+	}
+	last := renewal{err: errors.New("no other endpoint to try")}
+	for range eps {
+		r := <-results
+		if done(r) {
+			cancel()
+			return r // the others end on fctx; results is buffered for them
+		}
+		if ctx.Err() == nil {
+			*failures++
+			s.attemptFailed(ctx, r, *failures)
+		}
+		last = r
+	}
+	return last
 }
 
 // attemptFailed logs a failed renewal attempt, the session's first since
@@ -146,23 +175,16 @@ func (s *Session) attemptFailed(ctx context.Context, r renewal, failures int) {
 		level = zap.WarnLevel
 	}
 	if ce := s.lg.Check(level, "keepalive attempt failed; retrying on another member"); ce != nil {
-		fields := []zap.Field{zap.String("member", r.member), zap.Int("failures", failures), zap.Error(r.err)}
+		member := r.member
+		if member == "" {
+			member = "unknown (picked by the client's balancer; no stream opened)"
+		}
+		fields := []zap.Field{zap.String("member", member), zap.Int("failures", failures), zap.Error(r.err)}
 		if dl, ok := ctx.Deadline(); ok {
 			fields = append(fields, zap.Duration("left", time.Until(dl).Round(time.Millisecond)))
 		}
 		ce.Write(fields...)
 	}
-}
-
-// nextEndpoint is the first endpoint whose member is not bad; "" when none
-// is left.
-func nextEndpoint(eps []string, bad map[string]bool) string {
-	for _, ep := range eps {
-		if !bad[endpointHost(ep)] {
-			return ep
-		}
-	}
-	return ""
 }
 
 // endpointHost is an endpoint URL's host:port, as a connection's peer
@@ -174,18 +196,17 @@ func endpointHost(ep string) string {
 	return ep
 }
 
-// attempt sends one keepalive of the lease and waits for its answer, for
-// at most half the time left before ctx's deadline (and at least
-// minAttempt, ctx permitting). ep "" sends it on the client's own
+// attempt sends one keepalive of the lease and waits for its answer until
+// ctx is done, or, bounded, for at most half the time left before ctx's
+// deadline (at least minAttempt). ep "" sends it on the client's own
 // connection (its balancer picks the member); otherwise on a connection to
 // ep alone, closed after.
-func (s *Session) attempt(ctx context.Context, ep string) renewal {
-	bound := minAttempt
-	if dl, ok := ctx.Deadline(); ok {
-		bound = max(time.Until(dl)/2, minAttempt)
+func (s *Session) attempt(ctx context.Context, ep string, bounded bool) renewal {
+	if dl, ok := ctx.Deadline(); ok && bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/2, minAttempt))
+		defer cancel()
 	}
-	actx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
 	if err := s.c.client.Ctx().Err(); err != nil {
 		// A closed client renews nothing: its owner let go of etcd.
 		return renewal{member: endpointHost(ep), err: fmt.Errorf("etcd client closed: %w", err)}
@@ -199,7 +220,7 @@ func (s *Session) attempt(ctx context.Context, ep string) renewal {
 		defer own.Close()
 		conn = own
 	}
-	return s.keepAliveOn(actx, conn, endpointHost(ep))
+	return s.keepAliveOn(ctx, conn, endpointHost(ep))
 }
 
 // keepAliveOn sends one LeaseKeepAlive on conn and waits for the answer

@@ -135,7 +135,7 @@ var indepMutations = []Mutation{
 	ind("session/renew-unbounded", keepAliveGo, "a hanging renewal is not cut at the local deadline",
 		`rctx, cancel := context.WithDeadline(s.ctx, s.Deadline())`, `rctx, cancel := context.WithCancel(s.ctx)`),
 	ind("session/attempt-unbounded", keepAliveGo, "a renewal attempt may take all the time left: one on a hung member leaves none for another",
-		`bound = max(time.Until(dl)/2, minAttempt)`, `bound = max(time.Until(dl), minAttempt)`),
+		`ctx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/2, minAttempt))`, `ctx, cancel = context.WithTimeout(ctx, max(time.Until(dl), minAttempt))`),
 	ind("session/retry-rides-the-balancer", keepAliveGo, "a retry goes through the client's balancer, which may pick the hung member again",
 		`if ep != "" {
 		own, err := s.c.client.Dial(ep)`, `if ep != "" && false {
@@ -157,8 +157,8 @@ var indepMutations = []Mutation{
 		`case errors.Is(r.err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(r.err, rpctypes.ErrLeaseNotFound) && false:`),
 	ind("session/deadline-not-moved", keepAliveGo, "a confirmed renewal does not move the deadline timer",
 		`deadline.Reset(time.Until(d))`, ``),
-	ind("session/failed-renewal-retried-late", keepAliveGo, "a failed renewal attempt is not retried on another member, only after a pause on the balancer",
-		`if ep = nextEndpoint(eps, bad); ep == "" {`, `if ep = ""; ep == "" {`),
+	ind("session/failed-renewal-retried-late", keepAliveGo, "a failed renewal attempt is not retried on the other members, only after a pause on the balancer",
+		`if r = s.fanOut(ctx, r.member, &failures); done(r) {`, `if false {`),
 	ind("session/close-expired-error", sessionGo, "closing a session whose lease already expired is an error",
 		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`),
 	ind("revoke/zero-lease", leasesGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
