@@ -262,7 +262,7 @@ func endpointsOnCommandLine(c *cli.Context) bool {
 
 // drillPrefix is a run's prefix: inside leasegate's own, under a kind no
 // keyspace uses ("drill"), so that one grant on --prefix covers it.
-func drillPrefix(prefix string) string { return prefix + "/drill/" + runID() }
+func drillPrefix(prefix string) string { return prefix + coordinator.NestedSubtree + runID() }
 
 // runID names one run's prefix.
 func runID() string {

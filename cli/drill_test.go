@@ -79,6 +79,13 @@ func TestDrillSecured(t *testing.T) {
 	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
 	f := cl.TLSFiles()
 	cl.AddPrefixUser(t, "driller", "driller-pw", "/drill-tls/") // the one grant leasegate's prefix needs covers the drill
+	// The prefix already holds a keyspace in use, as on any cluster leasegate
+	// runs on: the drill runs inside it all the same.
+	if r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert,
+		"--key", f.ClientKey, "--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls",
+		"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "30s"); r.code != cli.ExitDone {
+		t.Fatalf("claim: exit %d\nstderr: %s", r.code, r.stderr)
+	}
 	r := execApp(t, call{}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert,
 		"--key", f.ClientKey, "--user", "driller", "--password", "driller-pw", "--prefix", "/drill-tls",
 		"drill", "--trials", "6", "-o", "json")

@@ -41,6 +41,13 @@ func (k Keyspace) Prefix() string { return k.prefix }
 // Realm is the key holding the realm UUID.
 func (k Keyspace) Realm() string { return k.prefix + "/realm" }
 
+// NestedSubtree is the one path inside a keyspace under which another
+// keyspace may live: <prefix>/drill/, where `leasegate drill --endpoints`
+// runs (so the one etcd role on the prefix covers the drill). It is no
+// kind of this keyspace, so none of its scans, reads or deletions (all
+// under <prefix>/<kind>/ or a named key) reach a keyspace nested there.
+const NestedSubtree = "/drill/"
+
 // Origin is the key recording where the current realm was minted (the etcd
 // cluster and how far its raft log had come), to detect a restore.
 func (k Keyspace) Origin() string { return k.prefix + "/origin" }

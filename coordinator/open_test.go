@@ -42,7 +42,7 @@ func TestOpenNeverWrites(t *testing.T) {
 	}
 
 	before = lgtest.Snap(t, cli, "")
-	for _, p := range []string{"/lg/owner", "/lg/a/b", "/lg/realm"} {
+	for _, p := range []string{"/lg/owner", "/lg/a/b", "/lg/realm", "/lg/drillx/a", "/lg/x/drill/a"} {
 		_, err := coordinator.Open(ctx, cli, coordinator.WithPrefix(p))
 		lgtest.Want(t, err, coordinator.InvalidInput)
 		_, err = coordinator.New(ctx, cli, coordinator.WithPrefix(p))
@@ -57,6 +57,11 @@ func TestOpenNeverWrites(t *testing.T) {
 	}
 	if d := before.Diff(lgtest.Snap(t, cli, "/lg/")); d != "" {
 		t.Fatalf("a nested prefix wrote:\n%s", d)
+	}
+	// The keyspace's NestedSubtree is the one place another may live (the
+	// drill's runs, under the one role on the prefix).
+	if _, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lg"+coordinator.NestedSubtree+"run-1")); err != nil {
+		t.Fatalf("New under the nested subtree: %v", err)
 	}
 	for _, bad := range []coordinator.Option{coordinator.WithPrefix("x"), coordinator.WithRequestTimeout(0),
 		coordinator.WithMaxTxnOps(2), coordinator.WithMaxRequestBytes(10)} {

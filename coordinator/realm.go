@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -33,7 +34,8 @@ type Coordinator struct {
 // acting code (claims, commits, rotation) should call New; readers call
 // Open, which never writes. A prefix nested inside another leasegate
 // keyspace (an ancestor path holds a realm key: /leasegate/owner under
-// /leasegate) is invalid_input, and nothing is written.
+// /leasegate) is invalid_input, and nothing is written; the one exception
+// is a keyspace under an ancestor's NestedSubtree (/leasegate/drill/run).
 func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordinator, error) {
 	c, err := newCoordinator("new", client, opts)
 	if err != nil {
@@ -113,12 +115,14 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 }
 
 // ancestorRealms are the realm keys of every keyspace the prefix would be
-// nested in: for /a/b/c, /a/realm and /a/b/realm.
+// nested in: for /a/b/c, /a/realm and /a/b/realm. An ancestor whose
+// NestedSubtree holds the prefix (/a for /a/drill/c) is left out: a
+// keyspace may live there.
 func (c *Coordinator) ancestorRealms() []string {
 	var keys []string
 	p := c.keys.prefix
 	for i := 1; i < len(p); i++ {
-		if p[i] == '/' {
+		if p[i] == '/' && !strings.HasPrefix(p[i:], NestedSubtree) {
 			keys = append(keys, p[:i]+"/realm")
 		}
 	}
