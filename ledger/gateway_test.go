@@ -237,32 +237,36 @@ func TestDispatchRecordedWhenEtcdAnswersAgain(t *testing.T) {
 		cp.DropAnswers() // the next request applies, its answer is lost: unknown
 	}
 	for _, tc := range []struct {
-		name    string
-		claim   bool // the fault hits the claim (else the outcome)
-		fault   func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client)
-		retries string
+		name  string
+		claim bool // the fault hits the claim (else the outcome)
+		fault func(t *testing.T, cp *embedtest.ClientProxy, cli *clientv3.Client)
 	}{
-		{"claim, connection cut", true, cut, "claim not recorded; retrying"},
-		{"claim, answer dropped", true, drop, "claim not recorded; retrying"},
-		{"outcome, connection cut", false, cut, "outcome not recorded; retrying"},
-		{"outcome, answer dropped", false, drop, "outcome not recorded; retrying"},
+		{"claim, connection cut", true, cut},
+		{"claim, answer dropped", true, drop},
+		{"outcome, connection cut", false, cut},
+		{"outcome, answer dropped", false, drop},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			cp := e.cl.ClientProxy(t)
-			lg, retrying := lgtest.LogSignal(tc.retries)
 			cli := cp.Client(t)
 			viaProxy := lgtest.CoordinatorOf(t, cli)
 			var mu sync.Mutex
-			var waits []time.Duration // persist waits through the injected sleep
+			var waits []time.Duration // persist waits through the injected sleep: the retry, as an event
+			appliedAtRetry := -1      // Apply calls when the first retry waited: 0 for the claim, 1 for the outcome
+			retrying := make(chan struct{})
 			sleep := func(ctx context.Context, d time.Duration) error {
 				mu.Lock()
+				if len(waits) == 0 {
+					_, appliedAtRetry, _ = e.p.calls()
+					close(retrying)
+				}
 				waits = append(waits, d)
 				mu.Unlock()
 				return sleepTimer(ctx, d)
 			}
-			l, err := New(viaProxy, WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second), WithSleep(sleep))
+			l, err := New(viaProxy, WithAdapters(e.p), WithRecordTimeout(5*time.Second), WithSleep(sleep))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,6 +296,9 @@ func TestDispatchRecordedWhenEtcdAnswersAgain(t *testing.T) {
 			defer mu.Unlock()
 			if len(waits) == 0 || waits[0] != 50*time.Millisecond {
 				t.Fatalf("persist waited %v through WithSleep; want a first wait of 50ms", waits)
+			}
+			if want := map[bool]int{true: 0, false: 1}[tc.claim]; appliedAtRetry != want {
+				t.Fatalf("the first retry came after %d Apply calls, want %d (the %s retried)", appliedAtRetry, want, map[bool]string{true: "claim", false: "outcome"}[tc.claim])
 			}
 		})
 	}
@@ -341,8 +348,10 @@ func TestLostClaimIsNotMistakenForAnother(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cp := e.cl.ClientProxy(t)
-	lg, retrying := lgtest.LogSignal("claim not recorded; retrying")
-	first, err := New(lgtest.CoordinatorOf(t, cp.Client(t)), WithAdapters(e.p), WithLogger(lg), WithRecordTimeout(5*time.Second))
+	retrying := make(chan struct{}) // the first dispatch waits to retry its claim (the injected sleep)
+	var once sync.Once
+	first, err := New(lgtest.CoordinatorOf(t, cp.Client(t)), WithAdapters(e.p), WithRecordTimeout(5*time.Second),
+		WithSleep(func(ctx context.Context, d time.Duration) error { once.Do(func() { close(retrying) }); return sleepTimer(ctx, d) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,3 +356,36 @@ func TestTaskJournalInTransitionOrder(t *testing.T) {
 		wantStates(t, opJournal, Proposed, Authorized, Rejected)
 	}
 }
+
+// A transition refused because the record moved says why from the record as
+// its Txn's Else read it: moved to a state the step may not leave is
+// illegal_transition; moved but still one it may leave is version_conflict
+// (decide again). Either way nothing is written and the record returned is
+// the one read.
+func TestMovedRecordRefusalIsClassifiedFromTheRecordAsItIs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stale := e.authorized(e.g, "settled", promote("db-b"))
+	wantState(t, "dispatch", Confirmed)(e.l.Dispatch(e.ctx, e.g, "settled"))
+	var got Record
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+		var err error
+		got, err = e.l.transition(e.ctx, e.g, stale, change{to: Dispatching, by: StepDispatch, reason: "test"})
+		return err
+	})
+	if got.State != Confirmed {
+		t.Fatalf("the refusal returned state %s, want the record as it is (CONFIRMED)", got.State)
+	}
+	pre, _ := e.p.Precondition(e.ctx, promote("db-c"))
+	first, err := e.l.Propose(e.ctx, e.g, "again", promote("db-c"), pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, "authorize", Authorized)(e.l.Authorize(e.ctx, e.g, "again", Approval{Approver: "darius",
+		ParamsDigest: first.ParamsDigest, PreconditionDigest: first.Precondition.Digest}))
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.VersionConflict, func() error {
+		// first is PROPOSED at an older revision; the record is AUTHORIZED now, which reject may leave.
+		_, err := e.l.transition(e.ctx, e.g, first, change{to: Rejected, by: StepReject, reason: "test"})
+		return err
+	})
+}

@@ -246,7 +246,7 @@ var mutations = []Mutation{
 		ledgerPkg),
 	mut("transition/raced-illegal-as-conflict", transitionGo, "a record moved meanwhile to a state the table forbids is version_conflict, not illegal_transition",
 		`if !Allowed(cur.State, ch.to, ch.by) {`, `if false {`,
-		ledgerPkg),
+		run("./ledger", "TestMovedRecordRefusalIsClassifiedFromTheRecordAsItIs"), ledgerPkg),
 	mut("transition/lost-create-as-conflict", transitionGo, "a create that lost is version_conflict: Propose is not idempotent",
 		`return cur, errExists`, `return cur, coordinator.Refusal(coordinator.VersionConflict, op, g.Tenant, g.Task, "mutant")`,
 		run("./ledger", "TestProposeIsIdempotentOnTheOperationID"), ledgerPkg),
