@@ -351,7 +351,10 @@ func TestLostClaimIsNotMistakenForAnother(t *testing.T) {
 	retrying := make(chan struct{}) // the first dispatch waits to retry its claim (the injected sleep)
 	var once sync.Once
 	first, err := New(lgtest.CoordinatorOf(t, cp.Client(t)), WithAdapters(e.p), WithRecordTimeout(5*time.Second),
-		WithSleep(func(ctx context.Context, d time.Duration) error { once.Do(func() { close(retrying) }); return sleepTimer(ctx, d) }))
+		WithSleep(func(ctx context.Context, d time.Duration) error {
+			once.Do(func() { close(retrying) })
+			return sleepTimer(ctx, d)
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
