@@ -81,14 +81,14 @@ func TestGuardFencesCallersTxn(t *testing.T) {
 	g := lgtest.Claim(t, s, "t", "k")
 	put := func(g coordinator.Grant, extra ...clientv3.Cmp) error {
 		resp, err := c.Client().Txn(ctx).
-			If(append(fencedtxn.Guard(c, g), extra...)...).
+			If(append(c.Guard(g), extra...)...).
 			Then(clientv3.OpPut("/app/value", g.Owner)).
-			Else(fencedtxn.GuardReads(c, g)...).
+			Else(c.GuardReads(g)...).
 			Commit()
-		if err != nil {
+		if err != nil || resp.Succeeded {
 			return err
 		}
-		return fencedtxn.Refusal(c, g, resp)
+		return c.CheckGuard("guard", g, resp.Responses)
 	}
 	if err := put(g); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@
 // state and the record of the operation in the same etcd Txn that checks the
 // writer's grant (coordinator.Guard), that the operation is not yet
 // recorded, and that the state is at the version the intent was decided
-// against. Guard lets callers fence Txns of their own. Get reads the
+// against (coordinator.Guard fences Txns of a caller's own). Get reads the
 // protected state back: value, version, and the operation, epoch and
 // revision of the last commit.
 //

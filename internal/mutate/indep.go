@@ -32,7 +32,6 @@ const (
 	leaseIDGo   = "coordinator/leaseid.go"
 	encodeGo    = "fencedtxn/encode.go"
 	stateGo     = "fencedtxn/state.go"
-	txnGuardGo  = "fencedtxn/guard.go"
 	recordGo    = "ledger/record.go"
 	intentGo    = "ledger/intent.go"
 	decodeGo    = "ledger/decode.go"
@@ -318,7 +317,7 @@ var indepMutations = []Mutation{
 	ind("commit/receipt-no-revision", commitGo, "a first commit's receipt carries no revision",
 		`receipt.Revision = resp.Header.Revision`, ``),
 
-	// ---- fencedtxn/guardcache.go, encode.go, state.go, guard.go
+	// ---- fencedtxn/guardcache.go, encode.go, state.go
 	ind("guardcache/keyed-by-task", guardCacheGo, "the guard cache is keyed by task only: a later grant of the task gets an earlier grant's compares",
 		`k := guardKey{c, g}`, `k := guardKey{c, coordinator.Grant{Tenant: g.Tenant, Task: g.Task}}`),
 	ind("guardcache/no-coordinator", guardCacheGo, "the guard cache is not keyed by coordinator: another prefix gets this one's keys",
@@ -331,8 +330,6 @@ var indepMutations = []Mutation{
 		`Task: task, ReadOnly: true,`, `Task: task, ReadOnly: false,`),
 	ind("get/revision-create", stateGo, "State.Revision is the state key's CreateRevision, not the last commit's",
 		`st.Revision = kvs[0].ModRevision`, `st.Revision = kvs[0].CreateRevision`),
-	ind("refusal/succeeded-classified", txnGuardGo, "Refusal classifies a Txn that succeeded",
-		`if resp == nil || resp.Succeeded {`, `if resp == nil {`),
 
 	// ---- ledger/transition.go
 	ind("ledger/table-confirmed-reauthorized", transitionGo, "the table lets reconcile move a CONFIRMED record back to AUTHORIZED",
