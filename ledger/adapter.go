@@ -57,7 +57,9 @@ type Adapter interface {
 	// Effect and Operation; its Evidence — what the provider showed so far
 	// (ids returned by an Apply whose answer was ambiguous, such as a change
 	// id to poll); Epoch, Owner, Attempts and DispatchedAt of its last
-	// dispatch; Precondition, the approved world; and Answer, if one was
+	// dispatch (DispatchedAt is the claim, before Precondition: the call
+	// left up to WithCallTimeout later — a window "could it still be in
+	// flight" must count from DispatchedAt plus that); Precondition, the approved world; and Answer, if one was
 	// kept: an ambiguous answer to that dispatch that arrived after its
 	// grant stopped being current (with its evidence). With Contract.Lookup,
 	// ask the provider by rec.Operation; without it, decide from the
