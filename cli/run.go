@@ -419,5 +419,9 @@ func cutError(resp clientv3.WatchResponse, open bool) error {
 func sessionLost(g coordinator.Grant, s *coordinator.Session) *coordinator.Error {
 	e := coordinator.Refusal(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act")
 	e.Err = s.Err()
+	var lost *coordinator.Error
+	if errors.As(e.Err, &lost) { // the session's own expired_owner: keep only its cause
+		e.Err = lost.Err
+	}
 	return e
 }

@@ -157,7 +157,7 @@ func (s *Session) waitDeleted(ctx context.Context, key string, busyRev, held int
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-s.Done():
-			return s.Err()
+			return s.cause()
 		case resp, ok := <-wch:
 			if !ok || resp.Err() != nil || len(resp.Events) > 0 {
 				return nil

@@ -144,9 +144,15 @@ func (s *Session) Deadline() time.Time {
 // local deadline passed, or it was closed.
 func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }
 
-// Err says why Done is closed (ErrSessionLeaseLost, ErrSessionDeadline,
-// ErrSessionClosed); nil while the session is live.
-func (s *Session) Err() error {
+// Err is nil while the session may act, and an expired_owner *Error once it
+// may not: its lease was lost, its local deadline passed (even before Done
+// closes) or it was closed; errors.Is tells which (ErrSessionLeaseLost,
+// ErrSessionDeadline, ErrSessionClosed). It asks nothing of etcd.
+func (s *Session) Err() error { return s.usable("session", "", "") }
+
+// cause says why Done is closed (ErrSessionLeaseLost, ErrSessionDeadline,
+// ErrSessionClosed); nil while it is open.
+func (s *Session) cause() error {
 	if s.ctx.Err() == nil {
 		return nil
 	}
@@ -175,14 +181,9 @@ func (s *Session) Close(ctx context.Context) error {
 	return err
 }
 
-// Live is nil while the session may act, and an expired_owner error with
-// the cause once it may not (lease lost, local deadline passed, closed). It
-// asks nothing of etcd.
-func (s *Session) Live() error { return s.usable("session", "", "") }
-
 // usable refuses an action of a session that can no longer act.
 func (s *Session) usable(op, tenant, task string) error {
-	if err := s.Err(); err != nil {
+	if err := s.cause(); err != nil {
 		return newError(ExpiredOwner, op, tenant, task, "the session can no longer act", err)
 	}
 	if time.Now().After(s.Deadline()) {

@@ -121,7 +121,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		return Receipt{}, err
 	}
 	if o.session != nil {
-		if err := o.session.Live(); err != nil {
+		if err := o.session.Err(); err != nil {
 			return Receipt{}, err
 		}
 	}

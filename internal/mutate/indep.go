@@ -148,7 +148,7 @@ var indepMutations = []Mutation{
 	ind("session/raised-ttl-lease-leaked", sessionGo, "the lease of a refused raised TTL is not revoked",
 		`rerr := c.revoke(ctx, "session", int64(resp.ID))`, `var rerr error`),
 	ind("session/usable-ignores-end", sessionGo, "a session whose lease was lost (deadline not yet passed) still claims",
-		`if err := s.Err(); err != nil {`, `if err := s.Err(); err != nil && false {`),
+		`if err := s.cause(); err != nil {`, `if err := s.cause(); err != nil && false {`),
 	ind("session/usable-ignores-deadline", sessionGo, "a session past its local deadline acts until its timer fires",
 		`if time.Now().After(s.Deadline()) {`, `if false {`).
 		equivalent("Done closes at the local deadline, by the deadline timer (without keepalive) or the keepalive goroutine's; the check covers only the scheduling delay of that timer's callback, which no test can hold open"),
@@ -309,7 +309,7 @@ var indepMutations = []Mutation{
 	ind("commit/digest-no-length", commitGo, "the payload digest's fields are not length-prefixed",
 		`h.Write(n[:])`, ``),
 	ind("commit/session-unchecked", commitGo, "WithSession does not refuse a session that can no longer act",
-		`if err := o.session.Live(); err != nil {`, `if err := o.session.Live(); err != nil && false {`),
+		`if err := o.session.Err(); err != nil {`, `if err := o.session.Err(); err != nil && false {`),
 	ind("commit/value-limit-inclusive", commitGo, "a value of exactly the limit is refused",
 		`if len(in.Value) > o.maxValue {`, `if len(in.Value) >= o.maxValue {`),
 	ind("commit/guard-refusal-skipped", commitGo, "a failed guard is not classified: the refusal reads as a version conflict or retry",

@@ -221,7 +221,7 @@ var mutations = []Mutation{
 		`key == "" || strings.HasPrefix(key, prefix)`, `key == "" || strings.HasPrefix(key, prefix+"\x00")`,
 		run("./fencedtxn", "TestRefusalsMutationsMissed"), txnPkg, coordPkg),
 	mut("commit/drop-session-live", commitGo, "WithSession does not stop a commit past the local deadline",
-		`if err := o.session.Live(); err != nil {`, `if err := o.session.Live(); err != nil && false {`,
+		`if err := o.session.Err(); err != nil {`, `if err := o.session.Err(); err != nil && false {`,
 		run("./fencedtxn", "TestWithSessionStopsPastLocalDeadline"), txnPkg),
 
 	// ---- the ledger's transition Txn and table (ledger/transition.go)

@@ -189,7 +189,7 @@ func (w *Workload) client(stop <-chan struct{}, i int) error {
 				c = nil
 			}
 		}
-		if c != nil && (s == nil || s.Live() != nil) {
+		if c != nil && (s == nil || s.Err() != nil) {
 			if s != nil {
 				_ = s.Close(ctx)
 			}
@@ -216,7 +216,7 @@ func (w *Workload) client(stop <-chan struct{}, i int) error {
 		}
 		w.holding[i].Store(true)
 		for n := 1 + rng.Intn(3); n > 0; n-- {
-			if !w.IgnoreDeadline && s.Live() != nil {
+			if !w.IgnoreDeadline && s.Err() != nil {
 				break // stop acting past the local deadline
 			}
 			seq++
