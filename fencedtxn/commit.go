@@ -2,9 +2,7 @@ package fencedtxn
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/digest"
 )
 
 // DefaultMaxValueBytes is the largest Intent.Value Commit accepts unless
@@ -248,20 +247,7 @@ func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o comm
 // Digest is the canonical payload digest of an intent: SHA-256 over its
 // fields, each length-prefixed, so no two different intents share one.
 func Digest(in Intent) string {
-	h := sha256.New()
-	field := func(b []byte) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
-	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(in.ExpectedVersion))
-	field([]byte("leasegate-intent-v1"))
-	field([]byte(in.Tenant))
-	field([]byte(in.Task))
-	field([]byte(in.Operation))
-	field(in.Value)
-	field(v[:])
-	return hex.EncodeToString(h.Sum(nil))
+	return digest.Of([]byte("leasegate-intent-v1"), []byte(in.Tenant), []byte(in.Task), []byte(in.Operation), in.Value, v[:])
 }

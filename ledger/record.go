@@ -2,14 +2,12 @@ package ledger
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/digest"
 )
 
 // State is where an effect stands. The zero value "" means "no record" (or
@@ -166,24 +164,13 @@ func Digest(e Effect) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digest("leasegate-effect-v1", e.Kind, e.Target, string(params), e.Policy), nil
+	return digest.Of("leasegate-effect-v1", e.Kind, e.Target, string(params), e.Policy), nil
 }
 
 // Digest is the digest of an approval, stored in the record it authorized.
 func (a Approval) Digest() string {
-	return digest("leasegate-approval-v2", a.Approver, a.ParamsDigest, a.PreconditionDigest, a.Policy,
+	return digest.Of("leasegate-approval-v2", a.Approver, a.ParamsDigest, a.PreconditionDigest, a.Policy,
 		a.At.UTC().Format(time.RFC3339Nano), a.Note)
-}
-
-func digest(fields ...string) string {
-	h := sha256.New()
-	for _, f := range fields {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // canonical re-encodes JSON with object keys sorted and no insignificant

@@ -58,6 +58,8 @@ func indepTests(file string) []Run {
 		return []Run{txnPkg, gcPkg}
 	case strings.HasPrefix(file, "ledger/"):
 		return []Run{ledgerPkg, gcPkg}
+	case strings.HasPrefix(file, "internal/digest/"):
+		return []Run{{Pkg: "./internal/digest"}, txnPkg, ledgerPkg}
 	}
 	return []Run{gcPkg}
 }
@@ -305,9 +307,9 @@ var indepMutations = []Mutation{
 	ind("commit/retry-revision-now", commitGo, "a historical retry's receipt carries the retry's revision, not the original commit's",
 		`prior.Revision = opKV[0].ModRevision`, `prior.Revision = resp.Header.Revision`),
 	ind("commit/digest-no-version", commitGo, "the payload digest leaves out the expected version",
-		`field(v[:])`, `_ = v`),
-	ind("commit/digest-no-length", commitGo, "the payload digest's fields are not length-prefixed",
-		`h.Write(n[:])`, ``),
+		`[]byte(in.Operation), in.Value, v[:])`, `[]byte(in.Operation), in.Value)`),
+	ind("commit/digest-no-length", "internal/digest/digest.go", "the payload digest's fields are not length-prefixed",
+		`h.Write(n[:])`, `_ = n`),
 	ind("commit/session-unchecked", commitGo, "WithSession does not refuse a session that can no longer act",
 		`if err := o.session.Err(); err != nil {`, `if err := o.session.Err(); err != nil && false {`),
 	ind("commit/value-limit-inclusive", commitGo, "a value of exactly the limit is refused",
