@@ -2,13 +2,9 @@ package coordinator
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -97,87 +93,4 @@ func logGrant(lg *zap.Logger, level zapcore.Level, msg string, g Grant, taskOnly
 			ce.Write(g.fields()...)
 		}
 	}
-}
-
-// Renew keeps g's lease alive once, if g is still the current grant. It
-// cannot revive an expired lease: etcd answers a keepalive of a lease past
-// its TTL with "lease not found" once it revokes it.
-func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
-	err := c.renew(ctx, g)
-	c.metrics.outcome("renew", Renewed, err)
-	return err
-}
-
-func (c *Coordinator) renew(ctx context.Context, g Grant) error {
-	if err := g.Validate(); err != nil {
-		return Invalid("renew", "%v", err)
-	}
-	if err := c.current(ctx, "renew", g); err != nil {
-		return err
-	}
-	r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}
-	err := c.do(ctx, r, func(ctx context.Context) error {
-		_, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(g.Lease))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	logGrant(c.lg, zap.DebugLevel, "renewed", g, false)
-	return nil
-}
-
-// Release deletes g's owner key if, and only if, g is still the current
-// grant: a stale release never deletes a newer owner's key. The fence stays,
-// so the released epoch is refused from then on. The lease is not revoked
-// (a session may hold other tasks on it).
-func (c *Coordinator) Release(ctx context.Context, g Grant) error {
-	err := c.release(ctx, g)
-	c.metrics.outcome("release", Released, err)
-	return err
-}
-
-func (c *Coordinator) release(ctx context.Context, g Grant) error {
-	if err := g.Validate(); err != nil {
-		return Invalid("release", "%v", err)
-	}
-	resp, err := c.Txn(ctx, TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
-		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.GuardReads(g)})
-	if err != nil {
-		return err
-	}
-	if !resp.Succeeded {
-		return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))
-	}
-	logGrant(c.lg, zap.InfoLevel, "released", g, false)
-	return nil
-}
-
-func firstKV(r *pb.ResponseOp) *mvccpb.KeyValue {
-	if r == nil {
-		return nil
-	}
-	rr := r.GetResponseRange()
-	if rr == nil || len(rr.Kvs) == 0 {
-		return nil
-	}
-	return rr.Kvs[0]
-}
-
-// holderOf describes the task's current owner from its fence and owner keys
-// (TTL unknown).
-func holderOf(tenant, task string, fence, owner *mvccpb.KeyValue) *Ownership {
-	o := &Ownership{Tenant: tenant, Task: task, TTLLeft: -1}
-	if fence != nil {
-		o.Fence = fence.ModRevision
-	}
-	if owner != nil {
-		o.Owner, o.Epoch, o.Lease = holderFields(owner)
-	}
-	return o
-}
-
-// holderFields reads owner, epoch and lease off an owner key.
-func holderFields(owner *mvccpb.KeyValue) (string, int64, int64) {
-	return string(owner.Value), owner.ModRevision, owner.Lease
 }

@@ -20,7 +20,6 @@ func init() { mutations = append(mutations, indepMutations...) }
 const (
 	sessionGo   = "coordinator/session.go"
 	keepAliveGo = "coordinator/keepalive.go"
-	heldGoI     = "coordinator/held.go"
 	limitsGo    = "coordinator/limits.go"
 	realmGo     = "coordinator/realm.go"
 	keysGo      = "coordinator/keys.go"
@@ -114,16 +113,16 @@ var indepMutations = []Mutation{
 		`if g.Realm == "" {`, `if false {`),
 	ind("grant/unknown-json-fields", grantGo, "a grant's JSON with a misspelt field reads as a zero value",
 		`dec.DisallowUnknownFields()`, ``),
-	ind("renew/not-checked", grantGo, "Renew keeps a stale grant's lease alive without checking the grant",
+	ind("renew/not-checked", renewGo, "Renew keeps a stale grant's lease alive without checking the grant",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
-	ind("renew/not-mutating", grantGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
+	ind("renew/not-mutating", renewGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
 		`r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
-	ind("release/realm-only-guard", grantGo, "Release deletes the owner key under the realm compare only",
+	ind("release/realm-only-guard", releaseGo, "Release deletes the owner key under the realm compare only",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
-	ind("release/refusal-swallowed", grantGo, "a refused Release reports success",
+	ind("release/refusal-swallowed", releaseGo, "a refused Release reports success",
 		`return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`),
-	ind("holder/fence-create-revision", grantGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
+	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 
 	// ---- coordinator/session.go
@@ -166,13 +165,13 @@ var indepMutations = []Mutation{
 		"if lease <= 0 {\n\t\treturn Invalid(\"lease revoke\"", "if lease < 0 {\n\t\treturn Invalid(\"lease revoke\""),
 
 	// ---- coordinator/held.go
-	ind("grants/old-realm-listed", heldGoI, "Session.Grants lists owner keys older than the realm",
+	ind("grants/old-realm-listed", grantsGo, "Session.Grants lists owner keys older than the realm",
 		`string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {`, `string(kv.Value) != s.owner {`),
-	ind("releasetask/any-lease", heldGoI, "ReleaseTask deletes an owner key of the same label on another lease",
+	ind("releasetask/any-lease", releaseGo, "ReleaseTask deletes an owner key of the same label on another lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``),
-	ind("releasetask/any-owner", heldGoI, "ReleaseTask deletes an owner key of another label on the same lease",
+	ind("releasetask/any-owner", releaseGo, "ReleaseTask deletes an owner key of another label on the same lease",
 		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``),
-	ind("releasetask/gone-stale", heldGoI, "ReleaseTask of a task with no owner key is stale_owner, not expired_owner",
+	ind("releasetask/gone-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner, not expired_owner",
 		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`),
 
 	// ---- coordinator/limits.go

@@ -27,7 +27,10 @@ const (
 	claimGo      = "coordinator/claim.go"
 	fenceGo      = "coordinator/fence.go"
 	grantGo      = "coordinator/grant.go"
-	heldGo       = "coordinator/held.go"
+	renewGo      = "coordinator/renew.go"
+	releaseGo    = "coordinator/release.go"
+	holderGo     = "coordinator/holder.go"
+	grantsGo     = "coordinator/grants.go"
 	transportGo  = "coordinator/transport.go"
 	commitGo     = "fencedtxn/commit.go"
 	guardCacheGo = "fencedtxn/guardcache.go"
@@ -123,22 +126,22 @@ var mutations = []Mutation{
 		txnPkg, coordPkg),
 
 	// ---- release, renew (coordinator/grant.go) and ReleaseTask (coordinator/held.go)
-	mut("renew/no-guard", grantGo, "Renew keeps a lease alive without checking the grant is current",
+	mut("renew/no-guard", renewGo, "Renew keeps a lease alive without checking the grant is current",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`,
 		txnPkg, coordPkg),
-	mut("release/unguarded", grantGo, "Release deletes the owner key without the guard",
+	mut("release/unguarded", releaseGo, "Release deletes the owner key without the guard",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`, `If: nil, Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		run("./coordinator", "TestStaleReleaseLeavesNewOwner"), coordPkg, txnPkg),
-	mut("release/refusal-ignored", grantGo, "a refused Release returns nil",
+	mut("release/refusal-ignored", releaseGo, "a refused Release returns nil",
 		`return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`, `return nil`,
 		coordPkg, txnPkg),
-	mut("releasetask/drop-lease", heldGo, "ReleaseTask without LeaseValue(owner) == s.lease",
+	mut("releasetask/drop-lease", releaseGo, "ReleaseTask without LeaseValue(owner) == s.lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
-	mut("releasetask/drop-owner", heldGo, "ReleaseTask without Value(owner) == s.owner",
+	mut("releasetask/drop-owner", releaseGo, "ReleaseTask without Value(owner) == s.owner",
 		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
-	mut("releasetask/gone-as-stale", heldGo, "ReleaseTask of a task with no owner key is stale_owner",
+	mut("releasetask/gone-as-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner",
 		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 

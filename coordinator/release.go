@@ -3,43 +3,35 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
-// Grants reads from etcd the grants this session holds: every owner key of
-// the current realm on the session's lease with its owner label. It covers
-// a claim whose answer was lost and never retried: the task is held all the
-// same, and shows here. Sorted by tenant and task. It only reads.
-func (s *Session) Grants(ctx context.Context) ([]Grant, error) {
-	kvs, realm, _, err := s.c.ownerKeys(ctx, "grants", "")
+// Release deletes g's owner key if, and only if, g is still the current
+// grant: a stale release never deletes a newer owner's key. The fence stays,
+// so the released epoch is refused from then on. The lease is not revoked
+// (a session may hold other tasks on it).
+func (c *Coordinator) Release(ctx context.Context, g Grant) error {
+	err := c.release(ctx, g)
+	c.metrics.outcome("release", Released, err)
+	return err
+}
+
+func (c *Coordinator) release(ctx context.Context, g Grant) error {
+	if err := g.Validate(); err != nil {
+		return Invalid("release", "%v", err)
+	}
+	resp, err := c.Txn(ctx, TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
+		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.GuardReads(g)})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := []Grant{}
-	if realm == nil {
-		return out, nil
+	if !resp.Succeeded {
+		return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))
 	}
-	for _, kv := range kvs {
-		if kv.Lease != int64(s.lease) || string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {
-			continue
-		}
-		_, tenant, task, ok := s.c.keys.ParseTask(string(kv.Key))
-		if !ok {
-			continue
-		}
-		out = append(out, Grant{Realm: string(realm.Value), Tenant: tenant, Task: task, Owner: s.owner,
-			Epoch: kv.ModRevision, Lease: int64(s.lease)})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Tenant != out[j].Tenant {
-			return out[i].Tenant < out[j].Tenant
-		}
-		return out[i].Task < out[j].Task
-	})
-	return out, nil
+	logGrant(c.lg, zap.InfoLevel, "released", g, false)
+	return nil
 }
 
 // ReleaseTask lets go of a task by name: it deletes the task's owner key if,

@@ -1,0 +1,36 @@
+package coordinator
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Renew keeps g's lease alive once, if g is still the current grant. It
+// cannot revive an expired lease: etcd answers a keepalive of a lease past
+// its TTL with "lease not found" once it revokes it.
+func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
+	err := c.renew(ctx, g)
+	c.metrics.outcome("renew", Renewed, err)
+	return err
+}
+
+func (c *Coordinator) renew(ctx context.Context, g Grant) error {
+	if err := g.Validate(); err != nil {
+		return Invalid("renew", "%v", err)
+	}
+	if err := c.current(ctx, "renew", g); err != nil {
+		return err
+	}
+	r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}
+	err := c.do(ctx, r, func(ctx context.Context) error {
+		_, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(g.Lease))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	logGrant(c.lg, zap.DebugLevel, "renewed", g, false)
+	return nil
+}
