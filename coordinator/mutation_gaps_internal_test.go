@@ -52,7 +52,7 @@ func TestClassifyEveryBranch(t *testing.T) {
 		{"a write sent, connection lost", true, sent, status.Error(codes.Unavailable, "transport is closing"), OutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.classify(request{op: "test", mutating: tc.mutating}, tc.tracker(), tc.err)
+			err := c.classifySendError(request{op: "test", mutating: tc.mutating}, tc.tracker(), tc.err)
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("classify(%v) = %T %v, want an *Error", tc.err, err, err)

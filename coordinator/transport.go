@@ -93,10 +93,10 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 	if errors.Is(context.Cause(ctx), errRequestTimeout) {
 		err = fmt.Errorf("no answer within the request timeout of %v: %w", c.opts.requestTimeout, err)
 	}
-	return c.classify(r, t, err)
+	return c.classifySendError(r, t, err)
 }
 
-// classify names a failed request, first match wins:
+// classifySendError names a failed request by its error, first match wins:
 //
 //   - etcd named the lease gone: expired_owner;
 //   - etcd did not accept the credentials (a bad password, an unknown
@@ -115,7 +115,7 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 //     was sent: outcome_unknown;
 //   - a write never sent: authority_unavailable;
 //   - a write that was sent and got no answer: outcome_unknown.
-func (c *Coordinator) classify(r request, t *sendTracker, err error) error {
+func (c *Coordinator) classifySendError(r request, t *sendTracker, err error) error {
 	code := codeOf(err)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):

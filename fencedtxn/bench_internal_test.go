@@ -64,7 +64,7 @@ func BenchmarkClassify(b *testing.B) {
 	b.Run("committed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := classify(c, g, benchIntent, receipt, digest, committed); err != nil {
+			if _, err := commitAnswer(c, g, benchIntent, receipt, digest, committed); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -72,7 +72,7 @@ func BenchmarkClassify(b *testing.B) {
 	b.Run("version_conflict", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := classify(c, g, benchIntent, receipt, digest, refused); coordinator.DispositionOf(err) != coordinator.VersionConflict {
+			if _, err := commitAnswer(c, g, benchIntent, receipt, digest, refused); coordinator.DispositionOf(err) != coordinator.VersionConflict {
 				b.Fatal(err)
 			}
 		}

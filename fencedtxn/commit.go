@@ -133,16 +133,16 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	if err != nil {
 		return Receipt{}, err
 	}
-	r, err := classify(c, g, in, receipt, digest, resp)
+	r, err := commitAnswer(c, g, in, receipt, digest, resp)
 	// A refusal by the guard names the holder; one more read fills in its
 	// TTL and the state version the Txn could not show.
 	return r, c.DescribeHolder(ctx, err)
 }
 
-// classify reads the commit's answer: the receipt when it applied, else the
+// commitAnswer reads the commit's answer: the receipt when it applied, else the
 // Else reads in DESIGN.md's order — the guard's refusals, then
 // historical_retry or operation_conflict, then version_conflict.
-func classify(c *coordinator.Coordinator, g coordinator.Grant, in Intent, receipt Receipt, digest string, resp *clientv3.TxnResponse) (Receipt, error) {
+func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, receipt Receipt, digest string, resp *clientv3.TxnResponse) (Receipt, error) {
 	lg := c.Logger()
 	// Log fields are built only when the level is on: the commit path
 	// allocates nothing for a logger that would drop them.
