@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -107,7 +108,11 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 			s.c.metrics.outcome("claim", Granted, err)
 			return g, err
 		}
-		e := err.(*Error)
+		var e *Error
+		if !errors.As(err, &e) || e.Holder == nil { // busy is always an *Error with its holder; anything else ends the wait
+			s.c.metrics.outcome("claim", Granted, err)
+			return g, err
+		}
 		// cli's `run --wait` test waits for this line: keep the text.
 		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task))
 		if werr := s.waitDeleted(ctx, owner, rev, e.Holder.Epoch); werr != nil {

@@ -94,7 +94,7 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 		}
 	}
 	if tenant == "" && task == "" { // the whole ledger: the gauge of records by state
-		for _, st := range States {
+		for _, st := range allStates {
 			l.metrics.recordsIn(st, count[st])
 		}
 	}

@@ -27,17 +27,20 @@ const (
 	Rejected     State = "REJECTED"      // refused before dispatch
 )
 
-// States lists every state, in the order of the state machine.
-var States = []State{Proposed, Authorized, Dispatching, Confirmed, Failed, Unknown, Superseded, ManualReview, Rejected}
+// States lists every state, in the order of the state machine: a copy,
+// the caller may change it.
+func States() []State { return append([]State(nil), allStates...) }
+
+var allStates = []State{Proposed, Authorized, Dispatching, Confirmed, Failed, Unknown, Superseded, ManualReview, Rejected}
 
 // ParseState reads a state name (as printed, e.g. "MANUAL_REVIEW").
 func ParseState(s string) (State, error) {
-	for _, st := range States {
+	for _, st := range allStates {
 		if string(st) == s {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown state %q: one of %v", s, States)
+	return "", fmt.Errorf("unknown state %q: one of %v", s, allStates)
 }
 
 // Terminal reports whether s is one of the ledger's states and no

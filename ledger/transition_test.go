@@ -64,7 +64,7 @@ func TestStepsAreEveryDeclaredStep(t *testing.T) {
 func TestTransitionTableOverAllStatePairs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	from := append([]State{""}, States...)
+	from := append([]State{""}, States()...)
 	seed := func(op string, st State) Record { // a record in state st, written as the ledger writes records
 		t.Helper()
 		rec := Record{Tenant: tenant, Task: task, Operation: op, State: st, Effect: promote("db-b"),
@@ -87,7 +87,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 	before := lgtest.Snap(t, e.c.Client(), e.c.Keys().Prefix())
 	legal := 0
 	for _, f := range from {
-		for _, to := range States {
+		for _, to := range States() {
 			for _, by := range steps {
 				if Allowed(f, to, by) {
 					legal++
@@ -109,7 +109,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 		}
 	}
 	var terminal []State
-	for _, st := range States {
+	for _, st := range States() {
 		if st.Terminal() {
 			terminal = append(terminal, st)
 		}
