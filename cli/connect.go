@@ -214,6 +214,9 @@ var errDialTimeout = errors.New("no connection within --dial-timeout")
 // is authority_unavailable, never a refusal. The returned close func closes
 // the client; it does not revoke any lease.
 func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.Option) (*coordinator.Coordinator, func(), error) {
+	if viaGateway(c) {
+		return nil, nil, notThroughGateway(c)
+	}
 	open := coordinator.Open
 	if a == acts {
 		open = coordinator.New

@@ -8,16 +8,20 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/ledger"
 )
 
-// With --gateway URL a worker's commands go through leasegate serve (the Go
-// client, client/) instead of etcd: the caller holds no etcd credential, its
-// identity is its client certificate (--cert, --key; --cacert verifies the
-// gateway). claim, commit, get and release work through it; every other
-// command that needs etcd is refused before any I/O.
+// With --gateway URL the worker's and the operator's commands go through
+// leasegate serve (the Go client, client/) instead of etcd: the caller holds
+// no etcd credential, its identity is its client certificate (--cert, --key;
+// --cacert verifies the gateway), and the gateway's config gives it its
+// roles. Every command the API has a call for works through it, with the
+// same output, exit codes and one-line refusals (the disposition travels in
+// the gateway's Refusal detail); every other command that needs etcd is
+// refused before any I/O.
 
 // gatewayCommands are the commands that work through --gateway.
-var gatewayCommands = "claim, commit, get and release"
+var gatewayCommands = "claim, commit, get, release, run, status, watch, ops list/show/resolve, lease revoke and realm show/rotate"
 
 func viaGateway(c *cli.Context) bool {
 	g := globalsOf(c)
@@ -34,6 +38,16 @@ func notThroughGateway(c *cli.Context) error {
 // withGateway runs one command's calls through the gateway, bounded by
 // --command-timeout.
 func withGateway(c *cli.Context, f func(ctx context.Context, gw *client.Client) error) error {
+	return withGatewayClient(c, func(gw *client.Client) error {
+		ctx, cancel := commandContext(c)
+		defer cancel()
+		return f(ctx, gw)
+	})
+}
+
+// withGatewayClient runs f with a client of the gateway, its calls bounded
+// by f itself (watch and run last until interrupted).
+func withGatewayClient(c *cli.Context, f func(gw *client.Client) error) error {
 	g := globalsOf(c)
 	if g.tls == nil || c.String("cert") == "" {
 		return coordinator.Invalid(commandName(c), "--gateway needs --cert and --key (the gateway knows callers by their client certificates) and --cacert for its own")
@@ -43,9 +57,7 @@ func withGateway(c *cli.Context, f func(ctx context.Context, gw *client.Client) 
 		return err
 	}
 	defer gw.Close()
-	ctx, cancel := commandContext(c)
-	defer cancel()
-	return f(ctx, gw)
+	return f(gw)
 }
 
 // claimViaGateway is claim through the gateway: a session of --ttl (not
@@ -80,5 +92,138 @@ func claimViaGateway(c *cli.Context) error {
 			return err
 		}
 		return globalsOf(c).out.result(grantOutput{Disposition: coordinator.Granted, Grant: g}, grantTable(coordinator.Granted, g))
+	})
+}
+
+func statusViaGateway(c *cli.Context, tenant, task string) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		o, err := gw.Owner(ctx, tenant, task)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(ownershipOutput{Disposition: ok, Ownership: o},
+			table{header: ownershipHeader, rows: [][]string{ownershipRow(o)}})
+	})
+}
+
+// watchViaGateway is watch through the gateway's ownership stream: the same
+// rows, until interrupted. --metrics-addr measures this process's etcd
+// requests, of which there are none through the gateway.
+func watchViaGateway(c *cli.Context, tenant string) error {
+	if c.IsSet("metrics-addr") {
+		return coordinator.Invalid(commandName(c), "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics")
+	}
+	return withGatewayClient(c, func(gw *client.Client) error {
+		out := globalsOf(c).out
+		if !out.json {
+			if err := out.stream(nil, []string{"EVENT", "TENANT", "TASK", "OWNER", "EPOCH", "LEASE", "REVISION"}, watchWidths); err != nil {
+				return err
+			}
+		}
+		return gw.Watch(c.Context, tenant, func(ev coordinator.OwnershipEvent) error {
+			o := ev.Ownership
+			row := []string{string(ev.Type), o.Tenant, o.Task, orDash(o.Owner), numOrDash(o.Epoch), leaseOrDash(o.Lease), num(o.Revision)}
+			return out.stream(eventOutput{Disposition: ok, OwnershipEvent: ev}, row, watchWidths)
+		})
+	})
+}
+
+func opsListViaGateway(c *cli.Context, tenant, task string, state ledger.State) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		recs, err := gw.List(ctx, tenant, task, state)
+		if err != nil {
+			return err
+		}
+		if recs == nil {
+			recs = []ledger.Record{}
+		}
+		return globalsOf(c).out.result(opsListOutput{Disposition: ok, Records: recs}, recordsTable(recs))
+	})
+}
+
+func opsShowViaGateway(c *cli.Context, tenant, task, operation string) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		rec, journal, err := gw.Record(ctx, tenant, task, operation)
+		if err != nil {
+			return err
+		}
+		return printRecord(c, tenant, task, operation, rec, journal)
+	})
+}
+
+// opsResolveViaGateway is ops resolve through the gateway, which fences the
+// transition with the task's current grant and journals the caller's
+// certificate identity as approver. g must be that grant as a read just
+// before shows it: an operator resolving with a stale grant is refused as
+// with --endpoints (the gateway's own fence then covers the rest).
+func opsResolveViaGateway(c *cli.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, why string) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		o, err := gw.Owner(ctx, g.Tenant, g.Task)
+		if err != nil {
+			return err
+		}
+		if o.Owner == "" || o.Epoch != g.Epoch || o.Lease != g.Lease {
+			d := coordinator.StaleOwner
+			if o.Owner == "" {
+				d = coordinator.ExpiredOwner
+			}
+			return coordinator.Refusal(d, commandName(c), g.Tenant, g.Task,
+				fmt.Sprintf("--grant is epoch %d on lease %s; the task's owner is now %s at epoch %d",
+					g.Epoch, coordinator.FormatLeaseID(g.Lease), orDash(o.Owner), o.Epoch))
+		}
+		rec, err := gw.Resolve(ctx, g.Tenant, g.Task, operation, to, ev, why)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(opsRecordOutput{Disposition: ok, Record: rec}, recordTable(rec))
+	})
+}
+
+// gatewayRevokeOutput is lease revoke's result through the gateway, which
+// does not say which tasks the revocation vacated.
+type gatewayRevokeOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Lease       string                  `json:"lease"`
+}
+
+func leaseRevokeViaGateway(c *cli.Context, id int64) error {
+	if c.Bool("force") {
+		return coordinator.Invalid(commandName(c), "--force cannot be given with --gateway: the gateway revokes only leasegate leases of its keyspace")
+	}
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		if err := gw.RevokeLease(ctx, id); err != nil {
+			return err
+		}
+		out := gatewayRevokeOutput{Disposition: ok, Lease: coordinator.FormatLeaseID(id)}
+		return globalsOf(c).out.result(out, table{header: []string{"DISPOSITION", "LEASE", "TTL"}, rows: [][]string{{string(ok), out.Lease, "revoked"}}})
+	})
+}
+
+func realmShowViaGateway(c *cli.Context) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		realm, warnings, err := gw.ShowRealm(ctx)
+		if err != nil {
+			return err
+		}
+		t := table{header: []string{"REALM"}, rows: [][]string{{realm}}}
+		for _, w := range warnings {
+			t.rows = append(t.rows, []string{"WARNING: " + w})
+		}
+		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: realm, Warnings: warnings}, t)
+	})
+}
+
+func realmRotateViaGateway(c *cli.Context) error {
+	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+		old, _, err := gw.ShowRealm(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := gw.RotateRealm(ctx)
+		if err != nil {
+			return err
+		}
+		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: r, PreviousRealm: old},
+			table{header: []string{"REALM", "PREVIOUS-REALM"}, rows: [][]string{{r, old}}})
 	})
 }

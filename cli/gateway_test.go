@@ -9,14 +9,14 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-// The worker's commands through --gateway: claim, commit, get and release
-// reach etcd through leasegate serve, with the certificate's identity as
-// owner; a command that does not work through it, and --owner, are refused
-// before any I/O.
+// The worker's and operator's commands through --gateway reach etcd
+// through leasegate serve, with the certificate's identity as owner or
+// approver, the same exit codes and refusals; a command that does not work
+// through it, --owner, --approver and --force are refused before any I/O.
 func TestCommandsThroughTheGateway(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	certs, err := gateway.WriteDevCerts(dir, "test.example", "w1")
+	certs, err := gateway.WriteDevCerts(dir, "test.example", "w1", "op1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,8 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := gateway.New(co, gateway.WithSessionKey([]byte("0123456789abcdef0123456789abcdef")),
-		gateway.WithIdentities(gateway.Identity{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}}))
+		gateway.WithIdentities(gateway.Identity{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}},
+			gateway.Identity{ID: certs.IDs["op1"], Roles: []gateway.Role{gateway.RoleWorker, gateway.RoleOperator}, Tenants: []string{gateway.AllTenants}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +38,11 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	ts.EnableHTTP2, ts.TLS = true, tlsCfg
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	lg := func(args ...string) result {
-		return execApp(t, call{}, append([]string{"--gateway", ts.URL, "--cacert", certs.CA, "--cert", certs.Clients["w1"].Cert,
-			"--key", certs.Clients["w1"].Key, "-o", "json"}, args...)...)
+	as := func(who string, args ...string) result {
+		return execApp(t, call{}, append([]string{"--gateway", ts.URL, "--cacert", certs.CA, "--cert", certs.Clients[who].Cert,
+			"--key", certs.Clients[who].Key, "-o", "json"}, args...)...)
 	}
+	lg := func(args ...string) result { return as("w1", args...) }
 
 	r := lg("claim", "--tenant", "acme", "--task", "invoices", "--ttl", "10s")
 	out := want(t, r, 0, coordinator.Granted)
@@ -60,9 +62,62 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	want(t, lg("commit", "--grant", grant, "--operation", "op-2", "--value", "late", "--expected-version", "1"), 1, coordinator.ExpiredOwner)
 	want(t, lg("claim", "--tenant", "other", "--task", "invoices", "--ttl", "10s"), 6, coordinator.PermissionDenied)
 
+	// The reads and the operator's commands, each against the gateway, a
+	// refusal's exit code included.
+	r = lg("claim", "--tenant", "acme", "--task", "payroll", "--ttl", "30s")
+	g2 := e.file(t, r.stdout)
+	lease := want(t, r, 0, coordinator.Granted)["grant"].(map[string]any)["lease"].(string)
+	realm, err := e.co.CurrentRealm(lgtest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		who   string
+		args  []string
+		code  int
+		d     coordinator.Disposition
+		check func(map[string]any) bool
+	}{
+		{"status", "w1", []string{"status", "--tenant", "acme", "--task", "payroll"}, 0, coordinator.OK,
+			func(o map[string]any) bool { return o["ownership"].(map[string]any)["owner"] == certs.IDs["w1"] }},
+		{"status of another tenant", "w1", []string{"status", "--tenant", "other", "--task", "payroll"}, 6, coordinator.PermissionDenied, nil},
+		{"ops list", "w1", []string{"ops", "list", "--tenant", "acme"}, 0, coordinator.OK,
+			func(o map[string]any) bool { return len(o["records"].([]any)) == 0 }},
+		{"ops show of nothing", "w1", []string{"ops", "show", "--tenant", "acme", "--task", "payroll", "op-x"}, 2, coordinator.InvalidInput, nil},
+		{"ops resolve of nothing", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 2, coordinator.InvalidInput, nil},
+		{"ops resolve with --approver", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--approver", "imani", "--why", "w"}, 2, coordinator.InvalidInput, nil},
+		{"realm show", "op1", []string{"realm", "show"}, 0, coordinator.OK, func(o map[string]any) bool { return o["realm"] == realm }},
+		{"realm show by a worker", "w1", []string{"realm", "show"}, 6, coordinator.PermissionDenied, nil},
+		{"lease revoke by a worker", "w1", []string{"lease", "revoke", "--lease", lease}, 6, coordinator.PermissionDenied, nil},
+		{"lease revoke --force", "op1", []string{"lease", "revoke", "--force", "--lease", lease}, 2, coordinator.InvalidInput, nil},
+		{"lease revoke", "op1", []string{"lease", "revoke", "--lease", lease}, 0, coordinator.OK, func(o map[string]any) bool { return o["lease"] == lease }},
+		{"status after the revoke", "w1", []string{"status", "--tenant", "acme", "--task", "payroll"}, 0, coordinator.OK,
+			func(o map[string]any) bool {
+				return o["ownership"].(map[string]any)["owner"] == nil || o["ownership"].(map[string]any)["owner"] == ""
+			}},
+		{"ops resolve with a revoked grant", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 1, coordinator.ExpiredOwner, nil},
+		{"claim anew", "w1", []string{"claim", "--tenant", "acme", "--task", "payroll", "--ttl", "30s"}, 0, coordinator.Granted, nil},
+		{"ops resolve with a superseded grant", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 1, coordinator.StaleOwner, nil},
+		{"realm rotate", "op1", []string{"realm", "rotate"}, 0, coordinator.OK,
+			func(o map[string]any) bool { return o["previous_realm"] == realm && o["realm"] != realm }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := want(t, as(tc.who, tc.args...), tc.code, tc.d)
+			if tc.check != nil && !tc.check(out) {
+				t.Fatalf("%v", out)
+			}
+		})
+	}
+
 	before := e.snap(t)
-	want(t, lg("list"), 2, coordinator.InvalidInput)
-	want(t, lg("claim", "--tenant", "acme", "--task", "x", "--owner", "someone-else", "--ttl", "10s"), 2, coordinator.InvalidInput)
+	for _, args := range [][]string{
+		{"list"}, {"lease", "list"}, {"lease", "show", lease}, {"gc"}, {"run", "--tenant", "acme", "--task", "x", "--owner", "o", "--ttl", "10s", "true"},
+		{"watch", "--metrics-addr", "127.0.0.1:0"},
+		{"claim", "--tenant", "acme", "--task", "x", "--owner", "someone-else", "--ttl", "10s"},
+	} {
+		want(t, lg(args...), 2, coordinator.InvalidInput)
+	}
 	if d := before.Diff(e.snap(t)); d != "" {
 		t.Fatalf("a refused command wrote:\n%s", d)
 	}

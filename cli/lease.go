@@ -193,6 +193,9 @@ func leaseRevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return leaseRevokeViaGateway(c, id)
+	}
 	var out revokeOutput
 	err = withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) (err error) {
 		out, err = revokeLease(ctx, co, id, c.Bool("force"))

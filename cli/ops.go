@@ -134,6 +134,9 @@ func opsList(c *cli.Context) error {
 			return coordinator.Invalid(op, "--state: %v", err)
 		}
 	}
+	if viaGateway(c) {
+		return opsListViaGateway(c, tenant, task, state)
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		l, err := ledger.New(co)
 		if err != nil {
@@ -146,13 +149,17 @@ func opsList(c *cli.Context) error {
 		if recs == nil {
 			recs = []ledger.Record{}
 		}
-		t := table{header: []string{"TENANT", "TASK", "OPERATION", "STATE", "KIND", "TARGET", "EPOCH", "ATTEMPTS", "REVISION"}}
-		for _, r := range recs {
-			t.rows = append(t.rows, []string{r.Tenant, r.Task, r.Operation, string(r.State), r.Effect.Kind, r.Effect.Target,
-				numOrDash(r.Epoch), strconv.Itoa(r.Attempts), num(r.Revision)})
-		}
-		return globalsOf(c).out.result(opsListOutput{Disposition: ok, Records: recs}, t)
+		return globalsOf(c).out.result(opsListOutput{Disposition: ok, Records: recs}, recordsTable(recs))
 	})
+}
+
+func recordsTable(recs []ledger.Record) table {
+	t := table{header: []string{"TENANT", "TASK", "OPERATION", "STATE", "KIND", "TARGET", "EPOCH", "ATTEMPTS", "REVISION"}}
+	for _, r := range recs {
+		t.rows = append(t.rows, []string{r.Tenant, r.Task, r.Operation, string(r.State), r.Effect.Kind, r.Effect.Target,
+			numOrDash(r.Epoch), strconv.Itoa(r.Attempts), num(r.Revision)})
+	}
+	return t
 }
 
 func opsShow(c *cli.Context) error {
@@ -182,6 +189,9 @@ func opsShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return opsShowViaGateway(c, l[0], l[1], operation)
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		led, err := ledger.New(co)
 		if err != nil {
@@ -191,19 +201,24 @@ func opsShow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if rec.State == "" {
-			return coordinator.Invalid(op, "no operation %q is recorded for %s/%s", operation, l[0], l[1])
-		}
-		p := globalsOf(c).out
-		if p.json {
-			return p.result(opsShowOutput{Disposition: ok, Record: rec, Journal: journal}, table{})
-		}
-		if err := p.result(nil, recordTable(rec)); err != nil {
-			return err
-		}
-		fmt.Fprintln(p.w)
-		return p.result(nil, journalTable(journal))
+		return printRecord(c, l[0], l[1], operation, rec, journal)
 	})
+}
+
+// printRecord prints ops show's answer: the record and its journal.
+func printRecord(c *cli.Context, tenant, task, operation string, rec ledger.Record, journal []ledger.Transition) error {
+	if rec.State == "" {
+		return coordinator.Invalid(commandName(c), "no operation %q is recorded for %s/%s", operation, tenant, task)
+	}
+	p := globalsOf(c).out
+	if p.json {
+		return p.result(opsShowOutput{Disposition: ok, Record: rec, Journal: journal}, table{})
+	}
+	if err := p.result(nil, recordTable(rec)); err != nil {
+		return err
+	}
+	fmt.Fprintln(p.w)
+	return p.result(nil, journalTable(journal))
 }
 
 func opsResolve(c *cli.Context) error {
@@ -215,7 +230,14 @@ func opsResolve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := labels(c, "operation", "approver")
+	if viaGateway(c) && c.IsSet("approver") {
+		return coordinator.Invalid(op, "--approver cannot be given with --gateway: the approver is the identity of your certificate")
+	}
+	names := []string{"operation", "approver"}
+	if viaGateway(c) {
+		names = names[:1] // the gateway journals the certificate's identity as approver
+	}
+	l, err := labels(c, names...)
 	if err != nil {
 		return err
 	}
@@ -233,6 +255,9 @@ func opsResolve(c *cli.Context) error {
 	why := c.String("why")
 	if why == "" {
 		return coordinator.Invalid(op, "--why is required: what the evidence shows")
+	}
+	if viaGateway(c) {
+		return opsResolveViaGateway(c, g, l[0], to, ev, why)
 	}
 	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		led, err := ledger.New(co)

@@ -64,6 +64,9 @@ func realmShow(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return realmShowViaGateway(c)
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		chk, err := co.CheckOrigin(ctx)
 		if err != nil {
@@ -80,6 +83,9 @@ func realmShow(c *cli.Context) error {
 func realmRotate(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
+	}
+	if viaGateway(c) {
+		return realmRotateViaGateway(c)
 	}
 	return withCoordinator(c, acts, func(ctx context.Context, co *coordinator.Coordinator) error {
 		old, err := co.CurrentRealm(ctx)

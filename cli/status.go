@@ -35,6 +35,9 @@ func status(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return statusViaGateway(c, l[0], l[1])
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		o, err := co.Owner(ctx, l[0], l[1])
 		if err != nil {

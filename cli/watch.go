@@ -37,6 +37,9 @@ func watch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return watchViaGateway(c, tenant)
+	}
 	metrics, stopMetrics, err := serveMetrics(c)
 	if err != nil {
 		return err

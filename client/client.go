@@ -317,3 +317,32 @@ func (c *Client) RotateRealm(ctx context.Context) (string, error) {
 	}
 	return resp.GetRealm(), nil
 }
+
+// Watch streams ownership changes of tenant (every tenant the caller serves
+// when empty) to f, the current owners first ("owned"), until ctx ends (nil),
+// f returns an error (that error), or the stream breaks (a hold, or the
+// gateway's refusal).
+func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.OwnershipEvent) error) error {
+	const op = "watch"
+	if err := ctx.Err(); err != nil {
+		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
+	}
+	stream, err := c.workers.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant})
+	if err != nil {
+		return classify(op, false, true, err)
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		m := stream.Msg()
+		if err := f(coordinator.OwnershipEvent{Type: coordinator.EventType(m.GetType()), Ownership: wire.OwnershipFromProto(m.GetOwnership())}); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := stream.Err(); err != nil {
+		return classify(op, false, true, err)
+	}
+	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "the gateway ended the watch; nothing written"}
+}
