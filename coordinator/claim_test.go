@@ -409,7 +409,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 func TestTTLBelowClusterMinimumIsRefused(t *testing.T) {
 	t.Parallel()
 	// 150 ms heartbeats, 1.5 s elections: etcd's minimum TTL is 3 s.
-	cl := embedtest.NewCluster(t, embedtest.WithTiming(150, 1500))
+	cl := embedtest.NewCluster(t, embedtest.WithTiming(150*time.Millisecond, 1500*time.Millisecond))
 	c := lgtest.Coordinator(t, cl)
 	ctx := lgtest.Ctx(t)
 	_, err := c.NewSession(ctx, "worker", time.Second)

@@ -53,15 +53,19 @@ func WithSize(n int) Option {
 	}
 }
 
-// WithTiming sets the heartbeat and election timeout in milliseconds
-// (default 50 and 500). etcd's minimum lease TTL follows from them:
-// ceil(1.5 × electionMs), in whole seconds.
-func WithTiming(tickMs, electionMs uint) Option {
+// WithTiming sets the heartbeat interval and the election timeout (default
+// 50ms and 500ms), each a whole number of milliseconds, as etcd takes them.
+// etcd's minimum lease TTL follows from them: 1.5 × election, rounded up to
+// whole seconds.
+func WithTiming(heartbeat, election time.Duration) Option {
 	return func(c *config) error {
-		if tickMs == 0 || electionMs < 5*tickMs {
-			return fmt.Errorf("embedtest: election timeout %dms must be at least 5 heartbeats of %dms", electionMs, tickMs)
+		if heartbeat < time.Millisecond || heartbeat%time.Millisecond != 0 || election%time.Millisecond != 0 {
+			return fmt.Errorf("embedtest: heartbeat %v and election timeout %v must be whole milliseconds, at least 1ms", heartbeat, election)
 		}
-		c.tickMs, c.electionMs = tickMs, electionMs
+		if election < 5*heartbeat {
+			return fmt.Errorf("embedtest: election timeout %v must be at least 5 heartbeats of %v", election, heartbeat)
+		}
+		c.tickMs, c.electionMs = uint(heartbeat/time.Millisecond), uint(election/time.Millisecond)
 		return nil
 	}
 }

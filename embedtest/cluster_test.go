@@ -79,9 +79,15 @@ func TestParallelClustersDoNotCollide(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	t.Parallel()
-	for _, opt := range []embedtest.Option{embedtest.WithSize(0), embedtest.WithSize(8), embedtest.WithTiming(100, 200), embedtest.WithLogger(nil)} {
+	for name, opt := range map[string]embedtest.Option{
+		"size 0":                  embedtest.WithSize(0),
+		"size 8":                  embedtest.WithSize(8),
+		"election under 5 ticks":  embedtest.WithTiming(100*time.Millisecond, 200*time.Millisecond),
+		"fractional milliseconds": embedtest.WithTiming(1500*time.Microsecond, time.Second),
+		"nil logger":              embedtest.WithLogger(nil),
+	} {
 		if _, err := embedtest.Start(t.TempDir(), opt); err == nil {
-			t.Fatal("bad option accepted")
+			t.Fatalf("bad option accepted: %s", name)
 		}
 	}
 }
