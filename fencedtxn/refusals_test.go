@@ -16,10 +16,13 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-// TestRefusalsTheSuiteMissed pins behaviours that a deliberately broken
-// build once passed the suite without (issue 6, "Tests the suite is
-// missing"). The subtests share one cluster; each uses its own tasks.
-func TestRefusalsTheSuiteMissed(t *testing.T) {
+// TestRefusalsOfUnusualHistories pins how claims and commits are answered
+// after histories the plain path never makes: a rotation another
+// coordinator has not seen, two sessions of one owner label, an operation
+// id reused, a stale owner's retry, a superseded grant after a release, the
+// label length limit, and fence or owner keys changed behind leasegate's
+// back. The subtests share one cluster; each uses its own tasks.
+func TestRefusalsOfUnusualHistories(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
 	c := lgtest.Coordinator(t, cl)

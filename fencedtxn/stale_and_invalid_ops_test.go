@@ -12,10 +12,13 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-// TestRefusalsMutationsMissed pins classifications that survived the
-// mutation tool (internal/mutate; docs/reliability.md, "Mutation score").
-// The subtests share one cluster; each uses its own task.
-func TestRefusalsMutationsMissed(t *testing.T) {
+// TestStaleNotExpiredAndInvalidCallerOps pins that a grant outlived by a
+// newer epoch is stale_owner (not expired_owner) even when its owner
+// identity matches, that caller ops inside leasegate's prefix or over a
+// range are invalid input writing nothing, and that another tenant's task
+// of the same name is scope_mismatch. The subtests share one cluster; each
+// uses its own task.
+func TestStaleNotExpiredAndInvalidCallerOps(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
 	c := lgtest.Coordinator(t, cl)

@@ -11,11 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// TestClassifyEveryBranch pins each branch of classify, in its order, on
-// the error values etcd's client returns: the mutation tool
-// (internal/mutate) found that dropping the "refused before it was
-// proposed" branch (etcd's not-leader, too-many-requests) left every other
-// test green, so such a write would have been reported outcome_unknown.
+// TestClassifyEveryBranch pins each branch of classifySendError, in its
+// order, on the error values etcd's client returns: a write etcd refused
+// before proposing it (not leader, too many requests) is a hold, never
+// outcome_unknown.
 // Each case names the tracker state the request had: untagged (a client
 // without DialOptions), tagged but never on a transport, or sent.
 func TestClassifyEveryBranch(t *testing.T) {
