@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
@@ -108,6 +111,33 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 				t.Fatalf("%v", out)
 			}
 		})
+	}
+
+	// watch: the owners, and a claim, until interrupted (exit 0).
+	wctx, stopWatch := context.WithCancel(lgtest.Ctx(t))
+	wout := newSyncBuffer()
+	watched := make(chan result, 1)
+	go func() {
+		watched <- execApp(t, call{ctx: wctx, stdout: wout}, "--gateway", ts.URL, "--cacert", certs.CA, "--cert", certs.Clients["w1"].Cert,
+			"--key", certs.Clients["w1"].Key, "-o", "json", "watch", "--tenant", "acme")
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(wout.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch printed no %s:\n%s", what, wout.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// (After the realm rotate above, no owner is current: the task claimed
+	// now shows as owned or claimed, depending on when the watch started.)
+	want(t, lg("claim", "--tenant", "acme", "--task", "ledger", "--ttl", "10s"), 0, coordinator.Granted)
+	waitFor(`"task":"ledger"`)
+	stopWatch()
+	if r := <-watched; r.code != 0 || r.stderr != "" {
+		t.Fatalf("interrupted watch: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	before := e.snap(t)
