@@ -8,8 +8,8 @@ import (
 )
 
 // CutProxy is a TCP relay on 127.0.0.1 in front of one address that can
-// cut a connection right after forwarding a chosen request: the server
-// receives it and acts on it; the client's answer is lost and its
+// cut a connection once a chosen request has reached the server: the
+// server reads it and acts on it; its answer is lost and the client's
 // connection fails — the ambiguous answer of a promote whose connection
 // was killed after send.
 type CutProxy struct {
@@ -44,8 +44,12 @@ func (p *CutProxy) Addr() string { return p.l.Addr().String() }
 func (p *CutProxy) Port() int { return p.l.Addr().(*net.TCPAddr).Port }
 
 // CutAfter arms the proxy: the next client bytes containing pattern are
-// forwarded, then that connection is closed both ways before any answer
-// comes back. It fires once.
+// forwarded, and the connection is closed both ways when the server's
+// answer comes (the answer is dropped): so the server has read the request
+// and acted on it. Closing at once instead would race the server's read —
+// a close that becomes a reset can discard a request still in the
+// server's socket buffer, which is DropAt's fault, not this one. It fires
+// once.
 func (p *CutProxy) CutAfter(pattern string) { p.arm(pattern, true) }
 
 // DropAt arms the proxy to swallow the next client bytes containing
@@ -153,8 +157,7 @@ func (p *CutProxy) pump(from, to net.Conn, fromClient bool, severed *atomic.Bool
 				return
 			}
 			if cut {
-				p.cuts.Add(1)
-				return // closes both: the answer never reaches the client
+				p.cuts.Add(1) // the answer is dropped, and both ways closed, by the other pump
 			}
 		}
 		if err != nil {
