@@ -240,7 +240,7 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 
 	// The session dies: its client closes, the lease runs out, etcd deletes
 	// every owner key on it.
-	ownerPrefix := c.Keys().TaskPrefix("owner", name)
+	ownerPrefix := c.Keys().TaskPrefix(coordinator.KindOwner, name)
 	w, err := newDeleteWatch(ctx, tg.client, ownerPrefix)
 	if err != nil {
 		return nil, err

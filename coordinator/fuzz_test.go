@@ -22,7 +22,7 @@ func FuzzTaskKeys(f *testing.F) {
 			CheckLabel("operation", o1) != nil || CheckLabel("operation", o2) != nil {
 			return
 		}
-		for _, kind := range []string{"fence", "owner", "state"} {
+		for _, kind := range []Kind{KindFence, KindOwner, KindState} {
 			key := taskKey(kind, t1, k1)
 			gotKind, gotT, gotK, ok := fuzzKeys.ParseTask(key)
 			if !ok || gotKind != kind || gotT != t1 || gotK != k1 {
@@ -43,11 +43,11 @@ func FuzzTaskKeys(f *testing.F) {
 	})
 }
 
-func taskKey(kind, tenant, task string) string {
+func taskKey(kind Kind, tenant, task string) string {
 	switch kind {
-	case "fence":
+	case KindFence:
 		return fuzzKeys.Fence(tenant, task)
-	case "owner":
+	case KindOwner:
 		return fuzzKeys.Owner(tenant, task)
 	}
 	return fuzzKeys.State(tenant, task)
@@ -62,7 +62,7 @@ func FuzzParseKey(f *testing.F) {
 	f.Add("/lg/state/%2/x")
 	f.Fuzz(func(t *testing.T, key string) {
 		if kind, tenant, task, ok := fuzzKeys.ParseTask(key); ok {
-			if kind != "fence" && kind != "owner" && kind != "state" {
+			if kind != KindFence && kind != KindOwner && kind != KindState {
 				return // ParseTask names the kind; the caller checks it
 			}
 			if again := taskKey(kind, tenant, task); again != key {

@@ -39,7 +39,25 @@ type Keyspace struct{ prefix string }
 func (k Keyspace) Prefix() string { return k.prefix }
 
 // Realm is the key holding the realm UUID.
-func (k Keyspace) Realm() string { return k.prefix + "/realm" }
+func (k Keyspace) Realm() string { return k.prefix + realmSuffix }
+
+// realmSuffix follows a keyspace's prefix in its realm key.
+const realmSuffix = "/realm"
+
+// Kind names a family of per-task keys: the path segment after the prefix
+// (<prefix>/<kind>/<tenant>/<task>). One constant per kind is its one
+// spelling.
+type Kind string
+
+// The kinds of per-task keys.
+const (
+	KindFence   Kind = "fence"   // Fence: the task's fence key
+	KindOwner   Kind = "owner"   // Owner: the task's owner key
+	KindState   Kind = "state"   // State: the task's protected state
+	KindOps     Kind = "ops"     // Op: a committed operation's record
+	KindEffects Kind = "effects" // Effect: a ledger record of an external effect
+	KindJournal Kind = "journal" // JournalEntry: a ledger transition
+)
 
 // NestedSubtree is the one path inside a keyspace under which another
 // keyspace may live: <prefix>/drill/, where `leasegate drill --endpoints`
@@ -53,27 +71,27 @@ const NestedSubtree = "/drill/"
 func (k Keyspace) Origin() string { return k.prefix + "/origin" }
 
 // Fence is the task's fence key.
-func (k Keyspace) Fence(tenant, task string) string { return k.task("fence", tenant, task) }
+func (k Keyspace) Fence(tenant, task string) string { return k.task(KindFence, tenant, task) }
 
 // Owner is the task's owner key.
-func (k Keyspace) Owner(tenant, task string) string { return k.task("owner", tenant, task) }
+func (k Keyspace) Owner(tenant, task string) string { return k.task(KindOwner, tenant, task) }
 
 // State is the task's protected business state.
-func (k Keyspace) State(tenant, task string) string { return k.task("state", tenant, task) }
+func (k Keyspace) State(tenant, task string) string { return k.task(KindState, tenant, task) }
 
 // Op is the record of one committed operation of a task.
 func (k Keyspace) Op(tenant, task, operation string) string {
-	return k.task("ops", tenant, task) + "/" + escape(operation)
+	return k.task(KindOps, tenant, task) + "/" + escape(operation)
 }
 
 // Effect is the ledger record of one external effect of a task.
 func (k Keyspace) Effect(tenant, task, operation string) string {
-	return k.task("effects", tenant, task) + "/" + escape(operation)
+	return k.task(KindEffects, tenant, task) + "/" + escape(operation)
 }
 
 // EffectPrefix is the prefix of every ledger record of a task.
 func (k Keyspace) EffectPrefix(tenant, task string) string {
-	return k.task("effects", tenant, task) + "/"
+	return k.task(KindEffects, tenant, task) + "/"
 }
 
 // JournalEntry is the journal entry of an operation's seq-th ledger
@@ -92,7 +110,7 @@ func (k Keyspace) JournalOperationPrefix(tenant, task, operation string) string 
 
 // JournalPrefix is the prefix of every journal entry of a task.
 func (k Keyspace) JournalPrefix(tenant, task string) string {
-	return k.task("journal", tenant, task) + "/"
+	return k.task(KindJournal, tenant, task) + "/"
 }
 
 // RetentionMark is the retention clock mark written at revision: its value
@@ -111,17 +129,17 @@ func (k Keyspace) RetentionMarks() string { return k.prefix + "/retention/marks/
 // ParseOp splits an operation record's key back into tenant, task and
 // operation.
 func (k Keyspace) ParseOp(key string) (tenant, task, operation string, ok bool) {
-	return k.parseOperation("ops", key)
+	return k.parseOperation(KindOps, key)
 }
 
 // ParseEffect splits an effect record's key back into tenant, task and
 // operation.
 func (k Keyspace) ParseEffect(key string) (tenant, task, operation string, ok bool) {
-	return k.parseOperation("effects", key)
+	return k.parseOperation(KindEffects, key)
 }
 
-func (k Keyspace) parseOperation(kind, key string) (tenant, task, operation string, ok bool) {
-	rest, found := strings.CutPrefix(key, k.prefix+"/"+kind+"/")
+func (k Keyspace) parseOperation(kind Kind, key string) (tenant, task, operation string, ok bool) {
+	rest, found := strings.CutPrefix(key, k.prefix+"/"+string(kind)+"/")
 	if !found {
 		return "", "", "", false
 	}
@@ -139,18 +157,18 @@ func (k Keyspace) parseOperation(kind, key string) (tenant, task, operation stri
 	return tenant, task, operation, true
 }
 
-// TaskPrefix is the prefix under which kind ("fence", "owner", "state") keys
-// of tenant live, or of every tenant when tenant is "".
-func (k Keyspace) TaskPrefix(kind, tenant string) string {
+// TaskPrefix is the prefix under which kind's keys of tenant live, or of
+// every tenant when tenant is "".
+func (k Keyspace) TaskPrefix(kind Kind, tenant string) string {
 	if tenant == "" {
-		return k.prefix + "/" + kind + "/"
+		return k.prefix + "/" + string(kind) + "/"
 	}
-	return k.prefix + "/" + kind + "/" + escape(tenant) + "/"
+	return k.prefix + "/" + string(kind) + "/" + escape(tenant) + "/"
 }
 
 // ParseTask splits a fence, owner or state key of this keyspace back into
 // its kind, tenant and task.
-func (k Keyspace) ParseTask(key string) (kind, tenant, task string, ok bool) {
+func (k Keyspace) ParseTask(key string) (kind Kind, tenant, task string, ok bool) {
 	rest, found := strings.CutPrefix(key, k.prefix+"/")
 	if !found {
 		return "", "", "", false
@@ -164,11 +182,11 @@ func (k Keyspace) ParseTask(key string) (kind, tenant, task string, ok bool) {
 	if err1 != nil || err2 != nil {
 		return "", "", "", false
 	}
-	return parts[0], tenant, task, true
+	return Kind(parts[0]), tenant, task, true
 }
 
-func (k Keyspace) task(kind, tenant, task string) string {
-	return k.prefix + "/" + kind + "/" + escape(tenant) + "/" + escape(task)
+func (k Keyspace) task(kind Kind, tenant, task string) string {
+	return k.prefix + "/" + string(kind) + "/" + escape(tenant) + "/" + escape(task)
 }
 
 // escape percent-escapes '%' and '/', the only characters of a label that

@@ -175,7 +175,7 @@ func (c *Coordinator) ownerKeysByLease(ctx context.Context, op string) (map[int6
 // realm key at one revision.
 func (c *Coordinator) ownerKeys(ctx context.Context, op, tenant string) ([]*mvccpb.KeyValue, *mvccpb.KeyValue, int64, error) {
 	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: tenant, ReadOnly: true, Then: []clientv3.Op{
-		clientv3.OpGet(c.keys.TaskPrefix("owner", tenant), clientv3.WithPrefix()),
+		clientv3.OpGet(c.keys.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),
 		clientv3.OpGet(c.keys.Realm()),
 	}})
 	if err != nil {
@@ -261,7 +261,7 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	var foreign []string
 	owners := 0
 	for _, k := range resp.Keys {
-		if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == "owner" {
+		if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == KindOwner {
 			owners++
 			continue
 		}

@@ -104,9 +104,9 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	var resp *clientv3.TxnResponse
 	err := c.do(ctx, request{op: "list", tenant: tenant}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).Then(
-			clientv3.OpGet(k.TaskPrefix("fence", tenant), clientv3.WithPrefix()),
-			clientv3.OpGet(k.TaskPrefix("owner", tenant), clientv3.WithPrefix()),
-			clientv3.OpGet(k.TaskPrefix("state", tenant), clientv3.WithPrefix()),
+			clientv3.OpGet(k.TaskPrefix(KindFence, tenant), clientv3.WithPrefix()),
+			clientv3.OpGet(k.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),
+			clientv3.OpGet(k.TaskPrefix(KindState, tenant), clientv3.WithPrefix()),
 			clientv3.OpGet(k.Realm()),
 		).Commit()
 		return err

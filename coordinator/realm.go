@@ -123,7 +123,7 @@ func (c *Coordinator) ancestorRealms() []string {
 	p := c.keys.prefix
 	for i := 1; i < len(p); i++ {
 		if p[i] == '/' && !strings.HasPrefix(p[i:], NestedSubtree) {
-			keys = append(keys, p[:i]+"/realm")
+			keys = append(keys, Keyspace{prefix: p[:i]}.Realm())
 		}
 	}
 	return keys
@@ -170,7 +170,7 @@ func (c *Coordinator) adoptRealmReads(op string, rs []*pb.ResponseOp) (bool, err
 	for i, k := range c.ancestors {
 		if firstKV(rs[i+1]) != nil {
 			return false, Invalid(op, "prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it",
-				c.keys.prefix, k[:len(k)-len("/realm")], k)
+				c.keys.prefix, strings.TrimSuffix(k, realmSuffix), k)
 		}
 	}
 	kv := firstKV(rs[0])

@@ -147,7 +147,7 @@ func (w *ownershipWatch) watch() (compacted, ok bool) {
 	// vacates every owner key older than the new realm without touching
 	// them). Between the two lie only owner keys (of tenants sorting after
 	// this one, skipped) and the realm key.
-	wch := w.c.client.Watch(wctx, k.TaskPrefix("owner", w.tenant), clientv3.WithRange(k.Realm()+"\x00"),
+	wch := w.c.client.Watch(wctx, k.TaskPrefix(KindOwner, w.tenant), clientv3.WithRange(k.Realm()+"\x00"),
 		clientv3.WithRev(w.rev+1), clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
@@ -215,7 +215,7 @@ func (w *ownershipWatch) apply(ev *clientv3.Event) bool {
 // mine reports whether key is an owner key of the watched tenant.
 func (w *ownershipWatch) mine(key string) bool {
 	kind, tenant, _, ok := w.c.keys.ParseTask(key)
-	return ok && kind == "owner" && (w.tenant == "" || tenant == w.tenant)
+	return ok && kind == KindOwner && (w.tenant == "" || tenant == w.tenant)
 }
 
 // relist lists the owners again, retrying until etcd answers, and reports

@@ -152,7 +152,7 @@ func TestWatchAcrossLeaderStopsAndQuorumLoss(t *testing.T) {
 	var history []string
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
-	for resp := range c.Client().Watch(hctx, c.Keys().TaskPrefix("owner", ""), clientv3.WithPrefix(), clientv3.WithRev(listed+1), clientv3.WithPrevKV()) {
+	for resp := range c.Client().Watch(hctx, c.Keys().TaskPrefix(coordinator.KindOwner, ""), clientv3.WithPrefix(), clientv3.WithRev(listed+1), clientv3.WithPrevKV()) {
 		if err := resp.Err(); err != nil {
 			t.Fatal(err)
 		}

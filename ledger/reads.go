@@ -58,7 +58,7 @@ func (l *Ledger) Journal(ctx context.Context, tenant, task string) ([]Transition
 func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]Record, error) {
 	const op = "ops list"
 	k := l.c.Keys()
-	prefix := k.TaskPrefix("effects", "")
+	prefix := k.TaskPrefix(coordinator.KindEffects, "")
 	switch {
 	case task != "":
 		if err := coordinator.CheckTask(tenant, task); err != nil {
@@ -69,7 +69,7 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 		if err := coordinator.CheckLabel("tenant", tenant); err != nil {
 			return nil, coordinator.Invalid(op, "%v", err)
 		}
-		prefix = k.TaskPrefix("effects", tenant)
+		prefix = k.TaskPrefix(coordinator.KindEffects, tenant)
 	}
 	if state != "" {
 		if _, err := ParseState(string(state)); err != nil {

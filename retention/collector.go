@@ -228,7 +228,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 		return p, err
 	}
 	p.Candidates = append(p.Candidates, marks...)
-	err = g.scan(ctx, "gc", g.keys.TaskPrefix("ops", ""), func(kv *mvccpb.KeyValue) {
+	err = g.scan(ctx, "gc", g.keys.TaskPrefix(coordinator.KindOps, ""), func(kv *mvccpb.KeyValue) {
 		if kv.ModRevision >= h {
 			return
 		}
@@ -247,7 +247,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	err = g.scan(ctx, "gc", g.keys.TaskPrefix("effects", ""), func(kv *mvccpb.KeyValue) {
+	err = g.scan(ctx, "gc", g.keys.TaskPrefix(coordinator.KindEffects, ""), func(kv *mvccpb.KeyValue) {
 		if kv.ModRevision >= h {
 			return
 		}
@@ -266,7 +266,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 		return p, err
 	}
 	owned := map[string]bool{}
-	err = g.scan(ctx, "gc", g.keys.TaskPrefix("owner", ""), func(kv *mvccpb.KeyValue) {
+	err = g.scan(ctx, "gc", g.keys.TaskPrefix(coordinator.KindOwner, ""), func(kv *mvccpb.KeyValue) {
 		if _, tenant, task, ok := g.keys.ParseTask(string(kv.Key)); ok {
 			owned[g.keys.Fence(tenant, task)] = true
 		}
@@ -274,11 +274,11 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	err = g.scan(ctx, "gc", g.keys.TaskPrefix("fence", ""), func(kv *mvccpb.KeyValue) {
+	err = g.scan(ctx, "gc", g.keys.TaskPrefix(coordinator.KindFence, ""), func(kv *mvccpb.KeyValue) {
 		if kv.ModRevision >= h || owned[string(kv.Key)] {
 			return
 		}
-		if kind, tenant, task, ok := g.keys.ParseTask(string(kv.Key)); ok && kind == "fence" {
+		if kind, tenant, task, ok := g.keys.ParseTask(string(kv.Key)); ok && kind == coordinator.KindFence {
 			p.Candidates = append(p.Candidates, Candidate{Kind: KindFence, Key: string(kv.Key), Tenant: tenant, Task: task,
 				ModRevision: kv.ModRevision})
 		}
