@@ -205,6 +205,7 @@ type Error struct {
 	Err         error      // the cause, if any (a transport error, say)
 }
 
+// Error reads "<op> [tenant/task]: <disposition>[: detail][: cause]".
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)

@@ -148,6 +148,7 @@ const (
 	Pending                     // accepted, not settled (a DNS change PENDING, say)
 )
 
+// String is the outcome's name as records and logs print it.
 func (o Outcome) String() string {
 	switch o {
 	case Applied:
@@ -167,6 +168,7 @@ type RefusedError struct {
 	Evidence Evidence
 }
 
+// Error names the refusal's reason.
 func (e *RefusedError) Error() string { return "ledger: provider refused: " + e.Reason }
 
 // Is makes errors.Is(err, ErrRefused) true for every *RefusedError.
