@@ -47,7 +47,7 @@ func TestRealmShowAfterRestore(t *testing.T) {
 	if err := a.SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
-	b := embedtest.NewRestoredCluster(t, snap, embedtest.RestoreOptions{RevisionBump: 1_000_000, MarkCompacted: true})
+	b := embedtest.NewRestoredCluster(t, snap, embedtest.WithRevisionBump(1_000_000), embedtest.WithMarkCompacted())
 	restored := &env{endpoints: b.Endpoints(), prefix: e.prefix, co: e.co, dir: e.dir}
 	out := show(restored)
 	if len(out.Warnings) == 0 || !strings.Contains(strings.Join(out.Warnings, " "), "restored") {

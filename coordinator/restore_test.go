@@ -60,9 +60,9 @@ func TestRestore(t *testing.T) {
 	}
 	issued := last.Header.Revision // every epoch handed out so far is at or below it
 
-	restoredCoordinator := func(t *testing.T, ro embedtest.RestoreOptions) *coordinator.Coordinator {
+	restoredCoordinator := func(t *testing.T, ro ...embedtest.Option) *coordinator.Coordinator {
 		t.Helper()
-		c := lgtest.Coordinator(t, embedtest.NewRestoredCluster(t, snap, ro))
+		c := lgtest.Coordinator(t, embedtest.NewRestoredCluster(t, snap, ro...))
 		if c.Realm() != ca.Realm() {
 			t.Fatalf("restored realm %s, want the snapshot's %s", c.Realm(), ca.Realm())
 		}
@@ -86,7 +86,7 @@ func TestRestore(t *testing.T) {
 	}
 
 	t.Run("plain restore: a fenced-out grant passes again, epochs are reused", func(t *testing.T) {
-		c := restoredCoordinator(t, embedtest.RestoreOptions{})
+		c := restoredCoordinator(t)
 		wantRestoreWarning(t, c, true)
 		if err := commit(c, g1, "op-3", 1); err != nil {
 			t.Fatalf("the hazard: w1's grant, fenced out after the snapshot, should pass on the restored keyspace: %v", err)
@@ -98,14 +98,14 @@ func TestRestore(t *testing.T) {
 		}
 	})
 	t.Run("bump without mark-compacted is ignored by etcdutl", func(t *testing.T) {
-		c := restoredCoordinator(t, embedtest.RestoreOptions{RevisionBump: 1_000_000})
+		c := restoredCoordinator(t, embedtest.WithRevisionBump(1_000_000))
 		g := lgtest.Claim(t, lgtest.Session(t, c, "w3", 10*time.Second), "t", "other")
 		if g.Epoch > issued {
 			t.Fatalf("epoch %d: the bump applied after all", g.Epoch)
 		}
 	})
 	t.Run("bump and rotate: every earlier grant refused", func(t *testing.T) {
-		c := restoredCoordinator(t, embedtest.RestoreOptions{RevisionBump: 1_000_000, MarkCompacted: true})
+		c := restoredCoordinator(t, embedtest.WithRevisionBump(1_000_000), embedtest.WithMarkCompacted())
 		wantRestoreWarning(t, c, true)
 		// The bump alone does not refuse grants from before the snapshot.
 		if err := c.Renew(ctx, g1); err != nil {
@@ -154,7 +154,7 @@ func TestRestoreInPlace(t *testing.T) {
 	if err := a.Member(0).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	b := embedtest.NewRestoredCluster(t, snap, embedtest.RestoreOptions{As: a.Member(0)})
+	b := embedtest.NewRestoredCluster(t, snap, embedtest.WithRestoreAs(a.Member(0)))
 	cb := lgtest.Coordinator(t, b)
 	chk, err := cb.CheckOrigin(ctx)
 	if err != nil {

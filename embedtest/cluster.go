@@ -37,9 +37,10 @@ type config struct {
 	electionMs  uint
 	dialOptions []grpc.DialOption
 	logger      *zap.Logger
-	quotaBytes  int64        // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
-	fsync       bool         // WithFsync (bench.go); default off
-	secure      secureConfig // TLS and auth (secure.go)
+	restore     restoreOptions // Restore only (restore.go)
+	quotaBytes  int64          // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
+	fsync       bool           // WithFsync (bench.go); default off
+	secure      secureConfig   // TLS and auth (secure.go)
 }
 
 // WithSize sets the number of members (1 to 7; default 1).

@@ -85,6 +85,7 @@ func TestBadOptions(t *testing.T) {
 		"election under 5 ticks":  embedtest.WithTiming(100*time.Millisecond, 200*time.Millisecond),
 		"fractional milliseconds": embedtest.WithTiming(1500*time.Microsecond, time.Second),
 		"nil logger":              embedtest.WithLogger(nil),
+		"restore as nil member":   embedtest.WithRestoreAs(nil),
 	} {
 		if _, err := embedtest.Start(t.TempDir(), opt); err == nil {
 			t.Fatalf("bad option accepted: %s", name)

@@ -30,39 +30,64 @@ func (c *Cluster) SaveSnapshot(ctx context.Context, path string) error {
 	return fmt.Errorf("embedtest: no running member to snapshot")
 }
 
-// RestoreOptions are etcdutl snapshot restore's options that matter to a
-// keyspace: --bump-revision and --mark-compacted. etcdutl applies a bump
-// only together with MarkCompacted (its command line refuses one without
-// the other; its library ignores the bump).
-type RestoreOptions struct {
+// restoreOptions are etcdutl snapshot restore's options that matter to a
+// keyspace, set by WithRevisionBump, WithMarkCompacted and WithRestoreAs;
+// only Restore reads them.
+type restoreOptions struct {
 	RevisionBump  uint64
 	MarkCompacted bool
-	// As restores into the identity of a member of the snapshotted
-	// cluster (same name, peer URL and cluster token, so the same cluster
-	// ID; the same client address, so its clients reconnect to the restored
-	// member), as an operator restoring in place does. That member must be
-	// stopped. Nil restores as a new single-member cluster with a new
-	// token, so a new cluster ID.
-	As *Member
+	As            *Member
+}
+
+// WithRevisionBump is etcdutl's --bump-revision: the restored revision is
+// the snapshot's plus n. etcdutl applies a bump only together with
+// WithMarkCompacted (its command line refuses one without the other; its
+// library ignores the bump). Only Restore reads it.
+func WithRevisionBump(n uint64) Option {
+	return func(c *config) error { c.restore.RevisionBump = n; return nil }
+}
+
+// WithMarkCompacted is etcdutl's --mark-compacted: the restored store is
+// compacted at its revision, so watches from before it fail. Only Restore
+// reads it.
+func WithMarkCompacted() Option {
+	return func(c *config) error { c.restore.MarkCompacted = true; return nil }
+}
+
+// WithRestoreAs restores into the identity of a member of the snapshotted
+// cluster (same name, peer URL and cluster token, so the same cluster ID;
+// the same client address, so its clients reconnect to the restored
+// member), as an operator restoring in place does. That member must be
+// stopped. Without it Restore makes a new single-member cluster with a new
+// token, so a new cluster ID. Only Restore reads it.
+func WithRestoreAs(m *Member) Option {
+	return func(c *config) error {
+		if m == nil {
+			return fmt.Errorf("embedtest: WithRestoreAs(nil)")
+		}
+		c.restore.As = m
+		return nil
+	}
 }
 
 // Restore restores snapshot into a new single-member cluster under dir
 // through etcd's own code (etcdutl snapshot restore) and starts it. The
 // caller must Close it. opts configure the member as for Start.
-func Restore(dir, snapshotPath string, ro RestoreOptions, opts ...Option) (*Cluster, error) {
+func Restore(dir, snapshotPath string, opts ...Option) (*Cluster, error) {
 	cfg := config{size: 1, tickMs: tickMs, electionMs: electionMs, logger: zap.NewNop()}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
+	ro := cfg.restore
 	if ro.As != nil {
 		return restore(dir, snapshotPath, ro, cfg) // its addresses are the old member's: nothing to pick again
 	}
 	return retryAddrInUse(dir, func(dir string) (*Cluster, error) { return restore(dir, snapshotPath, ro, cfg) })
 }
 
-func restore(dir, snapshotPath string, ro RestoreOptions, cfg config) (*Cluster, error) {
+func restore(dir, snapshotPath string, ro restoreOptions, cfg config) (*Cluster, error) {
 	cport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -131,9 +156,9 @@ func restore(dir, snapshotPath string, ro RestoreOptions, cfg config) (*Cluster,
 
 // NewRestoredCluster is Restore for a test: data in t.TempDir(), teardown
 // in t.Cleanup.
-func NewRestoredCluster(t testing.TB, snapshotPath string, ro RestoreOptions, opts ...Option) *Cluster {
+func NewRestoredCluster(t testing.TB, snapshotPath string, opts ...Option) *Cluster {
 	t.Helper()
-	c, err := Restore(t.TempDir(), snapshotPath, ro, opts...)
+	c, err := Restore(t.TempDir(), snapshotPath, opts...)
 	if err != nil {
 		t.Fatalf("embedtest: %v", err)
 	}
