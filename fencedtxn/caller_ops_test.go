@@ -32,12 +32,10 @@ func TestCallerOpThatIsARangeIsInvalidInput(t *testing.T) {
 		"a delete from /a onwards": clientv3.OpDelete("/a", clientv3.WithFromKey()),
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := lgtest.Snap(t, c.Client(), "/")
-			_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
-			lgtest.Want(t, err, coordinator.InvalidInput)
-			if d := before.Diff(lgtest.Snap(t, c.Client(), "/")); d != "" {
-				t.Fatalf("a refused commit wrote:\n%s", d)
-			}
+			lgtest.RefusedWritingNothing(t, c.Client(), "/", coordinator.InvalidInput, func() error {
+				_, err := fencedtxn.Commit(ctx, c, g, in, fencedtxn.WithOps(op))
+				return err
+			})
 		})
 	}
 }
