@@ -19,6 +19,7 @@ func init() { mutations = append(mutations, indepMutations...) }
 
 const (
 	sessionGo   = "coordinator/session.go"
+	attachGo    = "coordinator/attach.go"
 	keepAliveGo = "coordinator/keepalive.go"
 	limitsGo    = "coordinator/limits.go"
 	realmGo     = "coordinator/realm.go"
@@ -124,6 +125,16 @@ var indepMutations = []Mutation{
 		`return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
+
+	// ---- coordinator/attach.go (the gateway's renewals and sessions; planted
+	// after the change, by a reader of the source only: all three survived
+	// the gateway's tests, and renew_lease_test.go kills them)
+	ind("attach/renewal-time-from-answer", attachGo, "RenewLease returns the answer's time as the send's, so a worker's deadline runs past etcd's expiry",
+		`return time.Duration(resp.TTL) * time.Second, sent, nil`, `return time.Duration(resp.TTL) * time.Second, time.Now(), nil`),
+	ind("attach/renew-not-mutating", attachGo, "RenewLease's lost answer is read as a hold, not outcome_unknown",
+		`request{op: "renew", mutating: true}`, `request{op: "renew", mutating: false}`),
+	ind("attach/fresh-deadline", attachGo, "Attach grants a fresh TTL from now instead of the renewal's deadline",
+		"\t\tdeadline: deadline,", "\t\tdeadline: time.Now().Add(ttl),"),
 
 	// ---- coordinator/session.go
 	ind("session/margin-min", sessionGo, "the default margin is the smaller of TTL/10 and the minimum",
