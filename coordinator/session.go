@@ -196,8 +196,9 @@ func (s *Session) stop(cause error) {
 	if s.ctx.Err() != nil {
 		return
 	}
-	s.cancel(cause)
+	// Counted before Done closes, so whoever sees Done sees the count.
 	s.c.metrics.sessionEnded(s, sessionEndReason(cause, s.timer == nil))
+	s.cancel(cause)
 	if s.timer != nil {
 		s.timer.Stop()
 	}
