@@ -39,10 +39,13 @@ type Session struct {
 	cancel context.CancelCauseFunc
 	donec  chan struct{} // closed when the keepalive goroutine (if any) returned
 
+	renews bool // renewed by its own goroutine (not WithoutKeepAlive, not Attach)
+
 	mu       sync.Mutex
 	deadline time.Time
 	timer    *time.Timer // local deadline, without keepalive
 	closed   bool
+	ended    bool // stop ran: counted once, however many callers race to it
 }
 
 // NewSession grants a lease of ttl for owner. TTL must be whole seconds
@@ -85,6 +88,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 		lg:       c.lg.Named("session").With(zap.String("owner", owner), leaseField(int64(resp.ID))),
 		donec:    make(chan struct{}),
 		deadline: sent.Add(ttl - o.margin),
+		renews:   o.keepAlive,
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	c.metrics.sessionRenewed(s, sent)
@@ -92,7 +96,9 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 		go s.keepAlive()
 	} else {
 		close(s.donec)
+		s.mu.Lock() // the timer may fire (and stop read s.timer) before this returns
 		s.timer = time.AfterFunc(time.Until(s.deadline), func() { s.stop(ErrSessionDeadline) })
+		s.mu.Unlock()
 	}
 	s.lg.Info("session started", zap.Duration("ttl", ttl), zap.Bool("keepalive", o.keepAlive))
 	return s, nil
@@ -192,16 +198,22 @@ func (s *Session) usable(op, tenant, task string) error {
 	return nil
 }
 
+// stop ends the session once: the timer, the keepalive goroutine and Close
+// may all race to it; the first cause wins and is counted once.
 func (s *Session) stop(cause error) {
-	if s.ctx.Err() != nil {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
 		return
 	}
-	// Counted before Done closes, so whoever sees Done sees the count.
-	s.c.metrics.sessionEnded(s, sessionEndReason(cause, s.timer == nil))
-	s.cancel(cause)
+	s.ended = true
 	if s.timer != nil {
 		s.timer.Stop()
 	}
+	s.mu.Unlock()
+	// Counted before Done closes, so whoever sees Done sees the count.
+	s.c.metrics.sessionEnded(s, sessionEndReason(cause, s.renews))
+	s.cancel(cause)
 	if cause != ErrSessionClosed {
 		s.lg.Warn("session lost", zap.Error(cause))
 	}
