@@ -233,7 +233,8 @@ func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.
 	dctx, cancel := context.WithCancelCause(ctx)
 	ready := make(chan struct{})
 	go waitReady(dctx, client, g.dialTimeout, cancel, ready)
-	co, err := open(dctx, client, append([]coordinator.Option{coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg)}, opts...)...)
+	co, err := open(dctx, client, append([]coordinator.Option{coordinator.WithPrefix(g.prefix), coordinator.WithLogger(g.lg),
+		coordinator.WithClientConfig(clientConfig(g))}, opts...)...)
 	cancel(nil)
 	<-ready
 	if err != nil {
@@ -247,10 +248,9 @@ func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.
 	return co, closeClient, nil
 }
 
-// newClient opens an etcd client as the global flags say (endpoints,
-// timeouts, TLS, auth), with leasegate's dial options.
-func newClient(g *globals) (*clientv3.Client, error) {
-	client, err := clientv3.New(clientv3.Config{
+// clientConfig is the etcd client configuration the global flags say.
+func clientConfig(g *globals) clientv3.Config {
+	return clientv3.Config{
 		Endpoints:   g.endpoints,
 		DialTimeout: g.dialTimeout,
 		DialOptions: coordinator.DialOptions(),
@@ -258,7 +258,13 @@ func newClient(g *globals) (*clientv3.Client, error) {
 		Username:    g.user,
 		Password:    g.password,
 		Logger:      g.etcdLog,
-	})
+	}
+}
+
+// newClient opens an etcd client as the global flags say (endpoints,
+// timeouts, TLS, auth), with leasegate's dial options.
+func newClient(g *globals) (*clientv3.Client, error) {
+	client, err := clientv3.New(clientConfig(g))
 	if err != nil {
 		return nil, coordinator.ConnectError("connect", g.endpoints, err)
 	}

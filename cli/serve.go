@@ -101,7 +101,7 @@ func runServe(c *cli.Context) error {
 		return coordinator.Invalid(op, "%v", err)
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
-	cli3, err := serveEtcdClient(c, plan, lg, tp)
+	cli3, etcdOpts, err := serveEtcdClient(c, plan, lg, tp)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func runServe(c *cli.Context) error {
 	if plan.cfg.Etcd.Prefix != "" {
 		prefix = plan.cfg.Etcd.Prefix
 	}
-	co, err := coordinator.New(ctx, cli3, coordinator.WithPrefix(prefix), coordinator.WithLogger(g.lg), coordinator.WithMetrics(reg))
+	co, err := coordinator.New(ctx, cli3, append(etcdOpts, coordinator.WithPrefix(prefix), coordinator.WithLogger(g.lg), coordinator.WithMetrics(reg))...)
 	cancel()
 	if err != nil {
 		return err
@@ -226,14 +226,15 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 
 // serveEtcdClient is the server's etcd client: the embedded cluster's, or
 // one built from the configuration (TLS, user and password file), or from
-// the global flags with --dev --endpoints.
-func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.TracerProvider) (*clientv3.Client, error) {
+// the global flags with --dev --endpoints; with the coordinator options
+// that configuration implies (WithClientConfig).
+func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.TracerProvider) (*clientv3.Client, []coordinator.Option, error) {
 	if p.embedded != nil { // its clients have coordinator.DialOptions already
 		cli3, err := p.embedded.NewClient(gateway.TraceDialOption(tp))
 		if err != nil {
-			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "serve", Detail: "cannot reach the embedded etcd", Err: err}
+			return nil, nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "serve", Detail: "cannot reach the embedded etcd", Err: err}
 		}
-		return cli3, nil
+		return cli3, nil, nil
 	}
 	g := globalsOf(c)
 	cfg := clientv3.Config{Endpoints: p.endpoints, DialTimeout: g.dialTimeout, DialOptions: gateway.EtcdDialOptions(tp), TLS: g.tls,
@@ -243,21 +244,21 @@ func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.Trace
 		if e.CACert != "" || e.Cert != "" {
 			tlsCfg, err := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}.ClientConfig()
 			if err != nil {
-				return nil, coordinator.Invalid("serve", "etcd TLS files: %v", err)
+				return nil, nil, coordinator.Invalid("serve", "etcd TLS files: %v", err)
 			}
 			cfg.TLS = tlsCfg
 		}
 		if e.PasswordFile != "" {
 			pw, err := os.ReadFile(e.PasswordFile)
 			if err != nil {
-				return nil, coordinator.Invalid("serve", "etcd.password_file: %v", err)
+				return nil, nil, coordinator.Invalid("serve", "etcd.password_file: %v", err)
 			}
 			cfg.Password = strings.TrimSpace(string(pw))
 		}
 	}
 	cli3, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, coordinator.ConnectError("serve", p.endpoints, err)
+		return nil, nil, coordinator.ConnectError("serve", p.endpoints, err)
 	}
-	return cli3, nil
+	return cli3, []coordinator.Option{coordinator.WithClientConfig(cfg)}, nil
 }

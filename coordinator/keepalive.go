@@ -9,6 +9,7 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
@@ -213,14 +214,42 @@ func (s *Session) attempt(ctx context.Context, ep string, bounded bool) renewal 
 	}
 	conn := s.c.client.ActiveConnection()
 	if ep != "" {
-		own, err := s.c.client.Dial(ep)
+		own, closeOwn, err := s.c.dialMember(ctx, ep)
 		if err != nil {
-			return renewal{member: endpointHost(ep), err: err}
+			return renewal{member: endpointHost(ep), err: rpctypes.Error(err)}
 		}
-		defer own.Close()
+		defer closeOwn()
 		conn = own
 	}
 	return s.keepAliveOn(ctx, conn, endpointHost(ep))
+}
+
+// dialMember opens a connection to the member at ep alone, closed by the
+// func it returns. With WithClientConfig it is a client of its own, which
+// logs in on that member (within ctx) before it returns; without, a
+// connection on the coordinator's client, whose login (on a cluster with
+// auth) goes through the client's balanced connection.
+func (c *Coordinator) dialMember(ctx context.Context, ep string) (*grpc.ClientConn, func(), error) {
+	if c.opts.clientConfig == nil {
+		conn, err := c.client.Dial(ep)
+		if err != nil {
+			return nil, nil, err
+		}
+		return conn, func() { _ = conn.Close() }, nil
+	}
+	cfg := *c.opts.clientConfig
+	cfg.Endpoints = []string{ep}
+	cfg.Context = ctx // bounds the login New makes, and ends the client with the attempt
+	cfg.DialTimeout = 0
+	cfg.AutoSyncInterval = 0
+	if cfg.Logger == nil && cfg.LogConfig == nil {
+		cfg.Logger = zap.NewNop() // the attempt's failure is logged by attemptFailed
+	}
+	mc, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mc.ActiveConnection(), func() { _ = mc.Close() }, nil
 }
 
 // keepAliveOn sends one LeaseKeepAlive on conn and waits for the answer

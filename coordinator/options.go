@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
@@ -19,6 +20,7 @@ type options struct {
 	maxTxnOps       int
 	maxRequestBytes int
 	registerer      prometheus.Registerer // WithMetrics; nil: no metrics
+	clientConfig    *clientv3.Config      // WithClientConfig; nil: fan-out dials on the client's own login
 }
 
 // The defaults of New's limits. The Txn limits are etcd's own defaults
@@ -43,6 +45,24 @@ func WithPrefix(p string) Option {
 			return err
 		}
 		o.prefix = p
+		return nil
+	}
+}
+
+// WithClientConfig gives New the configuration its client was made from
+// (TLS, user and password or token, dial options; its Endpoints are
+// ignored). A session's keepalive that cannot renew through the client's
+// own connection asks every other member at once; with this option each
+// of those attempts is a client of its own to that member alone, which
+// logs in on that member. Without it they dial the members on the client's
+// transport and login, and on a cluster with auth etcd's client logs in
+// again for every stream it opens — through its own connection, which may
+// be the member that hung: one hung member of three can then still cost a
+// session its lease. Pass it whenever the cluster has auth enabled.
+func WithClientConfig(cfg clientv3.Config) Option {
+	return func(o *options) error {
+		cfg.Endpoints = nil
+		o.clientConfig = &cfg
 		return nil
 	}
 }

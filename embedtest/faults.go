@@ -258,13 +258,24 @@ func (cp *ClientProxy) Endpoints() []string {
 // only, configured as Cluster.NewClient (TLS and root's login on a secured
 // cluster); the caller closes it.
 func (cp *ClientProxy) NewClient(opts ...grpc.DialOption) (*clientv3.Client, error) {
-	user, password := cp.cl.rootCredentials()
-	cfg, err := cp.cl.clientConfig(user, password, opts)
+	cfg, err := cp.Config(opts...)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Endpoints = cp.Endpoints()
 	return clientv3.New(cfg)
+}
+
+// Config is the configuration NewClient makes its client from (the
+// proxies' endpoints, TLS and root's login on a secured cluster), as
+// coordinator.WithClientConfig wants it.
+func (cp *ClientProxy) Config(opts ...grpc.DialOption) (clientv3.Config, error) {
+	user, password := cp.cl.rootCredentials()
+	cfg, err := cp.cl.clientConfig(user, password, opts)
+	if err != nil {
+		return clientv3.Config{}, err
+	}
+	cfg.Endpoints = cp.Endpoints()
+	return cfg, nil
 }
 
 // Client is NewClient, closed at the end of the test.
