@@ -133,41 +133,48 @@ var ratioDefs = []struct {
 	{LedgerLifecycle, Commit, 0.22},
 }
 
-func (cfg *Config) check() error {
+// withDefaults is cfg checked, with every default filled in: a copy, whose
+// slices are its own (the caller's Config, its slices and the package's
+// Variants are never written to, nor shared with the report).
+func (cfg Config) withDefaults() (Config, error) {
 	bad := func(format string, args ...any) error { return coordinator.Invalid("bench", format, args...) }
+	cfg.Workers, cfg.Variants = slices.Clone(cfg.Workers), slices.Clone(cfg.Variants)
 	if len(cfg.Workers) == 0 {
 		cfg.Workers = []int{1, 16, 64}
 	}
 	for _, w := range cfg.Workers {
 		if w < 1 || w > 1024 {
-			return bad("workers %d out of range 1..1024", w)
+			return Config{}, bad("workers %d out of range 1..1024", w)
 		}
 	}
 	if cfg.Rounds == 0 {
 		cfg.Rounds = 3
 	}
 	if cfg.Rounds < 1 || cfg.Rounds > 100 {
-		return bad("rounds %d out of range 1..100", cfg.Rounds)
+		return Config{}, bad("rounds %d out of range 1..100", cfg.Rounds)
 	}
 	if cfg.Duration == 0 {
 		cfg.Duration = time.Second
 	}
 	if cfg.Duration < time.Millisecond || cfg.Duration > time.Hour {
-		return bad("duration %v out of range 1ms..1h", cfg.Duration)
+		return Config{}, bad("duration %v out of range 1ms..1h", cfg.Duration)
 	}
 	if len(cfg.Variants) == 0 {
-		cfg.Variants = Variants
+		cfg.Variants = slices.Clone(Variants)
 	}
 	for _, v := range cfg.Variants {
 		if !slices.Contains(Variants, v) && v != BareCommitControl {
-			return bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
+			return Config{}, bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
 		}
 	}
-	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
+	if err := shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
 }
 
 // shared checks which etcd a bench command measures and fills the prefix
-// and logger every bench command has.
+// and logger every bench command has (in the caller's copy of its config).
 func shared(e Etcd, prefix *string, lg **zap.Logger) error {
 	if err := e.check(); err != nil {
 		return err
@@ -281,7 +288,7 @@ func (w *wireCounter) HandleConn(context.Context, stats.ConnStats)              
 // each round runs every (workers, variant) cell once, the variants in an
 // order rotated from round to round.
 func Run(ctx context.Context, cfg Config) (out *Report, err error) {
-	if err := cfg.check(); err != nil {
+	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	tg, err := cfg.Etcd.open()

@@ -73,14 +73,17 @@ type MassExpiry struct {
 	SetupS   float64 `json:"setup_s,omitempty"`
 }
 
-func (cfg *ScaleConfig) check() error {
+// withDefaults is cfg checked, with every default filled in: a copy with
+// slices of its own, the caller's ScaleConfig left as it is.
+func (cfg ScaleConfig) withDefaults() (ScaleConfig, error) {
 	bad := func(format string, args ...any) error { return coordinator.Invalid("bench scale", format, args...) }
+	cfg.Sizes = slices.Clone(cfg.Sizes)
 	if len(cfg.Sizes) == 0 {
 		cfg.Sizes = []int{1000, 10000, 100000}
 	}
 	for _, n := range cfg.Sizes {
 		if n < 1 || n > 10_000_000 {
-			return bad("size %d out of range 1..10000000", n)
+			return ScaleConfig{}, bad("size %d out of range 1..10000000", n)
 		}
 	}
 	if cfg.Workers == 0 {
@@ -90,7 +93,7 @@ func (cfg *ScaleConfig) check() error {
 		cfg.Commits = 300
 	}
 	if cfg.Workers < 1 || cfg.Workers > 1024 || cfg.Commits < 1 {
-		return bad("workers %d (1..1024) and commits %d must be positive", cfg.Workers, cfg.Commits)
+		return ScaleConfig{}, bad("workers %d (1..1024) and commits %d must be positive", cfg.Workers, cfg.Commits)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 5 * time.Second
@@ -100,13 +103,16 @@ func (cfg *ScaleConfig) check() error {
 	}
 	for _, ttl := range []time.Duration{cfg.TTL, cfg.PerLockTTL} {
 		if err := coordinator.CheckTTL(ttl); err != nil {
-			return bad("%v", err)
+			return ScaleConfig{}, bad("%v", err)
 		}
 	}
 	if cfg.PerLock == 0 {
 		cfg.PerLock = slices.Max(cfg.Sizes)
 	}
-	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
+	if err := shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger); err != nil {
+		return ScaleConfig{}, err
+	}
+	return cfg, nil
 }
 
 // Scale measures one session holding each of cfg.Sizes grants — claim
@@ -114,7 +120,7 @@ func (cfg *ScaleConfig) check() error {
 // owner key goes when the session dies — and, for comparison, as many
 // single-key leases expiring together.
 func Scale(ctx context.Context, cfg ScaleConfig) (out *ScaleReport, err error) {
-	if err := cfg.check(); err != nil {
+	if cfg, err = cfg.withDefaults(); err != nil {
 		return nil, err
 	}
 	tg, err := cfg.Etcd.open()

@@ -121,50 +121,58 @@ type Latency struct {
 	MaxMs float64 `json:"max_ms"`
 }
 
-func (cfg *TakeoverConfig) check() error {
+// withDefaults is cfg checked, with every default filled in: a copy with
+// slices of its own (the caller's TakeoverConfig and the package's Causes
+// and Contenders are never written to).
+func (cfg TakeoverConfig) withDefaults() (TakeoverConfig, error) {
 	bad := func(format string, args ...any) error { return coordinator.Invalid("bench takeover", format, args...) }
+	cfg.Causes, cfg.Contenders = slices.Clone(cfg.Causes), slices.Clone(cfg.Contenders)
 	if cfg.Trials == 0 {
 		cfg.Trials = 20
 	}
 	if cfg.Trials < 1 || cfg.Trials > 10000 {
-		return bad("trials %d out of range 1..10000", cfg.Trials)
+		return TakeoverConfig{}, bad("trials %d out of range 1..10000", cfg.Trials)
 	}
 	if cfg.TTL == 0 {
 		cfg.TTL = 2 * time.Second
 	}
 	if err := coordinator.CheckTTL(cfg.TTL); err != nil {
-		return bad("%v", err)
+		return TakeoverConfig{}, bad("%v", err)
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 2 * time.Second
 	}
 	if cfg.PollInterval < time.Millisecond {
-		return bad("poll interval %v below 1ms", cfg.PollInterval)
+		return TakeoverConfig{}, bad("poll interval %v below 1ms", cfg.PollInterval)
 	}
 	if len(cfg.Causes) == 0 {
-		cfg.Causes = Causes
+		cfg.Causes = slices.Clone(Causes)
 	}
 	if len(cfg.Contenders) == 0 {
-		cfg.Contenders = Contenders
+		cfg.Contenders = slices.Clone(Contenders)
 	}
 	for _, c := range cfg.Causes {
 		if !slices.Contains(Causes, c) {
-			return bad("unknown cause %q; the causes are %s", c, strings.Join(Causes, ", "))
+			return TakeoverConfig{}, bad("unknown cause %q; the causes are %s", c, strings.Join(Causes, ", "))
 		}
 	}
 	for _, c := range cfg.Contenders {
 		if !slices.Contains(AllContenders, c) {
-			return bad("unknown contender %q; the contenders are %s", c, strings.Join(AllContenders, ", "))
+			return TakeoverConfig{}, bad("unknown contender %q; the contenders are %s", c, strings.Join(AllContenders, ", "))
 		}
 	}
-	return shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger)
+	if err := shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger); err != nil {
+		return TakeoverConfig{}, err
+	}
+	return cfg, nil
 }
 
 // Takeover measures how fast a successor completes its first protected
 // write after the holder dies, for each cause and contender, the trials
 // interleaved.
 func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) {
-	if err := cfg.check(); err != nil {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	tg, err := cfg.Etcd.open()
