@@ -179,46 +179,36 @@ func opsResolveViaGateway(c *cli.Context, g coordinator.Grant, operation string,
 	})
 }
 
-// gatewayRevokeOutput is lease revoke's result through the gateway, which
-// does not say which tasks the revocation vacated.
-type gatewayRevokeOutput struct {
-	Disposition coordinator.Disposition `json:"disposition"`
-	Lease       string                  `json:"lease"`
-}
-
 func leaseRevokeViaGateway(c *cli.Context, id int64) error {
 	if c.Bool("force") {
 		return coordinator.Invalid(commandName(c), "--force cannot be given with --gateway: the gateway revokes only leasegate leases of its keyspace")
 	}
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
-		if err := gw.RevokeLease(ctx, id); err != nil {
+		li, err := gw.RevokeLease(ctx, id)
+		if err != nil {
 			return err
 		}
-		out := gatewayRevokeOutput{Disposition: ok, Lease: coordinator.FormatLeaseID(id)}
-		return globalsOf(c).out.result(out, table{header: []string{"DISPOSITION", "LEASE", "TTL"}, rows: [][]string{{string(ok), out.Lease, "revoked"}}})
+		return printRevoked(c, revokeOutputOf(id, li))
 	})
 }
 
 func realmShowViaGateway(c *cli.Context) error {
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
-		realm, warnings, err := gw.ShowRealm(ctx)
+		chk, err := gw.ShowRealm(ctx)
 		if err != nil {
 			return err
 		}
-		t := table{header: []string{"REALM"}, rows: [][]string{{realm}}}
-		for _, w := range warnings {
-			t.rows = append(t.rows, []string{"WARNING: " + w})
-		}
-		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: realm, Warnings: warnings}, t)
+		return printRealm(c, chk)
 	})
 }
 
 func realmRotateViaGateway(c *cli.Context) error {
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
-		old, _, err := gw.ShowRealm(ctx)
+		chk, err := gw.ShowRealm(ctx)
 		if err != nil {
 			return err
 		}
+		old := chk.Realm
 		r, err := gw.RotateRealm(ctx)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,34 +18,9 @@ import (
 // approver, the same exit codes and refusals; a command that does not work
 // through it, --owner, --approver and --force are refused before any I/O.
 func TestCommandsThroughTheGateway(t *testing.T) {
-	e := newEnv(t)
-	dir := t.TempDir()
-	certs, err := gateway.WriteDevCerts(dir, "test.example", "w1", "op1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	co, err := coordinator.New(lgtest.Ctx(t), e.client(), coordinator.WithPrefix(e.prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gateway.New(co, gateway.WithSessionKey([]byte("0123456789abcdef0123456789abcdef")),
-		gateway.WithIdentities(gateway.Identity{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}},
-			gateway.Identity{ID: certs.IDs["op1"], Roles: []gateway.Role{gateway.RoleWorker, gateway.RoleOperator}, Tenants: []string{gateway.AllTenants}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsCfg, err := gateway.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.EnableHTTP2, ts.TLS = true, tlsCfg
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	as := func(who string, args ...string) result {
-		return execApp(t, call{}, append([]string{"--gateway", ts.URL, "--cacert", certs.CA, "--cert", certs.Clients[who].Cert,
-			"--key", certs.Clients[who].Key, "-o", "json"}, args...)...)
-	}
+	gw := newGatewayEnv(t)
+	e, certs := gw.env, gw.certs
+	as := func(who string, args ...string) result { return gw.as(t, who, args...) }
 	lg := func(args ...string) result { return as("w1", args...) }
 
 	r := lg("claim", "--tenant", "acme", "--task", "invoices", "--ttl", "10s")
@@ -118,8 +94,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	wout := newSyncBuffer()
 	watched := make(chan result, 1)
 	go func() {
-		watched <- execApp(t, call{ctx: wctx, stdout: wout}, "--gateway", ts.URL, "--cacert", certs.CA, "--cert", certs.Clients["w1"].Cert,
-			"--key", certs.Clients["w1"].Key, "-o", "json", "watch", "--tenant", "acme")
+		watched <- execApp(t, call{ctx: wctx, stdout: wout}, append(gw.gatewayArgs("w1", gw.url), "watch", "--tenant", "acme")...)
 	}()
 	waitFor := func(what string) {
 		t.Helper()
@@ -150,5 +125,83 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	}
 	if d := before.Diff(e.snap(t)); d != "" {
 		t.Fatalf("a refused command wrote:\n%s", d)
+	}
+}
+
+// gatewayEnv is a gateway on loopback TLS in front of the test's own
+// prefix: w1 a worker of acme, op1 a worker and operator of every tenant,
+// op2 an operator of acme only.
+type gatewayEnv struct {
+	*env
+	certs gateway.DevCerts
+	url   string
+}
+
+func newGatewayEnv(t *testing.T, opts ...gateway.Option) *gatewayEnv {
+	t.Helper()
+	e := newEnv(t)
+	certs, err := gateway.WriteDevCerts(t.TempDir(), "test.example", "w1", "op1", "op2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := coordinator.New(lgtest.Ctx(t), e.client(), coordinator.WithPrefix(e.prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(co, append([]gateway.Option{gateway.WithSessionKey([]byte("0123456789abcdef0123456789abcdef")),
+		gateway.WithIdentities(gateway.Identity{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}},
+			gateway.Identity{ID: certs.IDs["op1"], Roles: []gateway.Role{gateway.RoleWorker, gateway.RoleOperator}, Tenants: []string{gateway.AllTenants}},
+			gateway.Identity{ID: certs.IDs["op2"], Roles: []gateway.Role{gateway.RoleOperator}, Tenants: []string{"acme"}})}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := gateway.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.EnableHTTP2, ts.TLS = true, tlsCfg
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return &gatewayEnv{env: e, certs: certs, url: ts.URL}
+}
+
+// gatewayArgs are the global flags of who's call through the gateway at url.
+func (g *gatewayEnv) gatewayArgs(who, url string) []string {
+	return []string{"--gateway", url, "--cacert", g.certs.CA, "--cert", g.certs.Clients[who].Cert, "--key", g.certs.Clients[who].Key, "-o", "json"}
+}
+
+// as runs `leasegate --gateway … -o json ARGS…` as who.
+func (g *gatewayEnv) as(t *testing.T, who string, args ...string) result {
+	t.Helper()
+	return execApp(t, call{}, append(g.gatewayArgs(who, g.url), args...)...)
+}
+
+// sameJSON fails unless the last JSON objects of a (--endpoints) and b
+// (--gateway) are equal once the fields in ignore are dropped at any depth
+// (values that differ between two runs: TTLs left, revisions, leases).
+func sameJSON(t *testing.T, a, b result, ignore ...string) {
+	t.Helper()
+	x, y := lastJSON(t, a.stdout), lastJSON(t, b.stdout)
+	drop(x, ignore)
+	drop(y, ignore)
+	if !reflect.DeepEqual(x, y) {
+		t.Fatalf("--endpoints and --gateway differ (ignoring %v):\n%s\n%s", ignore, a.stdout, b.stdout)
+	}
+}
+
+func drop(v any, keys []string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, k := range keys {
+			delete(v, k)
+		}
+		for _, x := range v {
+			drop(x, keys)
+		}
+	case []any:
+		for _, x := range v {
+			drop(x, keys)
+		}
 	}
 }

@@ -204,6 +204,11 @@ func leaseRevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	return printRevoked(c, out)
+}
+
+// printRevoked prints lease revoke's answer.
+func printRevoked(c *cli.Context, out revokeOutput) error {
 	t := table{header: []string{"DISPOSITION", "LEASE", "TTL", "VACATED"}}
 	var vacated []string
 	for _, v := range out.Vacated {
@@ -228,11 +233,17 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64, for
 	if err != nil {
 		return revokeOutput{}, err
 	}
+	return revokeOutputOf(id, li), nil
+}
+
+// revokeOutputOf is the answer of revoking lease id, li as read right
+// before the revoke.
+func revokeOutputOf(id int64, li coordinator.LeaseInfo) revokeOutput {
 	out := revokeOutput{Disposition: ok, Lease: coordinator.FormatLeaseID(id), TTLLeft: li.TTLLeft, Vacated: []taskRef{}}
 	for _, t := range li.Tasks {
 		out.Vacated = append(out.Vacated, taskRef{t.Tenant, t.Task})
 	}
-	return out, nil
+	return out
 }
 
 // forceRevoke revokes lease id whatever it carries, after reading which

@@ -72,12 +72,17 @@ func realmShow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		t := table{header: []string{"REALM"}, rows: [][]string{{chk.Realm}}}
-		for _, w := range chk.Warnings {
-			t.rows = append(t.rows, []string{"WARNING: " + w})
-		}
-		return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: chk.Realm, Origin: chk.Origin, Warnings: chk.Warnings}, t)
+		return printRealm(c, chk)
 	})
+}
+
+// printRealm prints realm show's answer.
+func printRealm(c *cli.Context, chk coordinator.OriginCheck) error {
+	t := table{header: []string{"REALM"}, rows: [][]string{{chk.Realm}}}
+	for _, w := range chk.Warnings {
+		t.rows = append(t.rows, []string{"WARNING: " + w})
+	}
+	return globalsOf(c).out.result(realmOutput{Disposition: ok, Realm: chk.Realm, Origin: chk.Origin, Warnings: chk.Warnings}, t)
 }
 
 func realmRotate(c *cli.Context) error {

@@ -183,6 +183,26 @@ func (c *Client) Release(ctx context.Context, g coordinator.Grant) error {
 	return err
 }
 
+// Renew renews g's lease once, if g is still its task's current grant.
+func (c *Client) Renew(ctx context.Context, g coordinator.Grant) error {
+	_, err := call(ctx, "renew", true, c.workers.RenewGrant, &leasegatev1.RenewGrantRequest{Grant: wire.GrantToProto(g)})
+	return err
+}
+
+// Tasks lists the tasks of tenant (of every tenant, for an identity of all
+// tenants), owned or not, at one revision.
+func (c *Client) Tasks(ctx context.Context, tenant string) ([]coordinator.Ownership, error) {
+	resp, err := call(ctx, "list", false, c.workers.ListTasks, &leasegatev1.ListTasksRequest{Tenant: tenant})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]coordinator.Ownership, 0, len(resp.GetTasks()))
+	for _, p := range resp.GetTasks() {
+		out = append(out, wire.OwnershipFromProto(p))
+	}
+	return out, nil
+}
+
 // Owner reads a task's ownership.
 func (c *Client) Owner(ctx context.Context, tenant, task string) (coordinator.Ownership, error) {
 	resp, err := call(ctx, "owner", false, c.workers.GetOwnership, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: task})
@@ -294,19 +314,50 @@ func (c *Client) Resolve(ctx context.Context, tenant, task, operation string, to
 	return wire.RecordFromProto(resp.GetRecord()), nil
 }
 
-// RevokeLease revokes a lease.
-func (c *Client) RevokeLease(ctx context.Context, lease int64) error {
-	_, err := call(ctx, "lease revoke", true, c.operators.RevokeLease, &leasegatev1.RevokeLeaseRequest{Lease: coordinator.FormatLeaseID(lease)})
-	return err
+// RevokeLease revokes a lease carrying owner keys of the keyspace, and
+// returns it as read right before the revoke (its tasks are the ones
+// vacated), as Coordinator.RevokeOwnerLease does.
+func (c *Client) RevokeLease(ctx context.Context, lease int64) (coordinator.LeaseInfo, error) {
+	resp, err := call(ctx, "lease revoke", true, c.operators.RevokeLease, &leasegatev1.RevokeLeaseRequest{Lease: coordinator.FormatLeaseID(lease)})
+	if err != nil {
+		return coordinator.LeaseInfo{}, err
+	}
+	li := wire.LeaseInfoFromProto(resp.GetRevoked())
+	li.ID = lease
+	return li, nil
 }
 
-// ShowRealm reads the realm and any restore warnings.
-func (c *Client) ShowRealm(ctx context.Context) (string, []string, error) {
+// Leases lists every lease carrying owner keys of the keyspace (an
+// operator of all tenants).
+func (c *Client) Leases(ctx context.Context) ([]coordinator.LeaseInfo, error) {
+	resp, err := call(ctx, "lease list", false, c.operators.ListLeases, &leasegatev1.ListLeasesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]coordinator.LeaseInfo, 0, len(resp.GetLeases()))
+	for _, p := range resp.GetLeases() {
+		out = append(out, wire.LeaseInfoFromProto(p))
+	}
+	return out, nil
+}
+
+// Lease shows one lease (an operator of every tenant it holds a task of).
+func (c *Client) Lease(ctx context.Context, lease int64) (coordinator.LeaseInfo, error) {
+	resp, err := call(ctx, "lease show", false, c.operators.ShowLease, &leasegatev1.ShowLeaseRequest{Lease: coordinator.FormatLeaseID(lease)})
+	if err != nil {
+		return coordinator.LeaseInfo{}, err
+	}
+	return wire.LeaseInfoFromProto(resp.GetLease()), nil
+}
+
+// ShowRealm reads the realm, its recorded origin and any restore warnings
+// (the OriginCheck's Now is not carried).
+func (c *Client) ShowRealm(ctx context.Context) (coordinator.OriginCheck, error) {
 	resp, err := call(ctx, "realm show", false, c.operators.ShowRealm, &leasegatev1.ShowRealmRequest{})
 	if err != nil {
-		return "", nil, err
+		return coordinator.OriginCheck{}, err
 	}
-	return resp.GetRealm(), resp.GetWarnings(), nil
+	return coordinator.OriginCheck{Realm: resp.GetRealm(), Origin: wire.OriginFromProto(resp.GetOrigin()), Warnings: resp.GetWarnings()}, nil
 }
 
 // RotateRealm writes a new realm.
@@ -318,22 +369,43 @@ func (c *Client) RotateRealm(ctx context.Context) (string, error) {
 	return resp.GetRealm(), nil
 }
 
+// WatchOption configures Watch.
+type WatchOption func(*watchOptions)
+
+type watchOptions struct{ synced func() }
+
+// WithSynced calls synced once the gateway's watch is established: every
+// change after that call is streamed to f, so a caller that acts once
+// synced returns (a claim) cannot miss what its action causes. The marker
+// itself is not passed to f.
+func WithSynced(synced func()) WatchOption {
+	return func(o *watchOptions) { o.synced = synced }
+}
+
 // Watch streams ownership changes of tenant (every tenant the caller serves
 // when empty) to f, the current owners first ("owned"), until ctx ends (nil),
 // f returns an error (that error), or the stream breaks (a hold, or the
 // gateway's refusal).
-func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.OwnershipEvent) error) error {
+func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.OwnershipEvent) error, opts ...WatchOption) error {
 	const op = "watch"
+	var o watchOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := ctx.Err(); err != nil {
 		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
 	}
-	stream, err := c.workers.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant})
+	stream, err := c.workers.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: o.synced != nil})
 	if err != nil {
 		return classify(op, false, true, err)
 	}
 	defer stream.Close()
 	for stream.Receive() {
 		m := stream.Msg()
+		if m.GetType() == watchSynced && o.synced != nil {
+			o.synced()
+			continue
+		}
 		if err := f(coordinator.OwnershipEvent{Type: coordinator.EventType(m.GetType()), Ownership: wire.OwnershipFromProto(m.GetOwnership())}); err != nil {
 			return err
 		}
@@ -346,3 +418,7 @@ func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.Ow
 	}
 	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "the gateway ended the watch; nothing written"}
 }
+
+// watchSynced is the type of the gateway's watch-established marker
+// (gateway.WatchSynced).
+const watchSynced = "synced"

@@ -102,10 +102,51 @@ func (o operators) RevokeLease(ctx context.Context, req *leasegatev1.RevokeLease
 	if err != nil {
 		return nil, ConnectError(coordinator.Invalid(op, "lease: %v", err))
 	}
-	if _, err := o.s.c.RevokeOwnerLease(ctx, id); err != nil {
+	li, err := o.s.c.RevokeOwnerLease(ctx, id)
+	if err != nil {
 		return nil, ConnectError(err)
 	}
-	return &leasegatev1.RevokeLeaseResponse{}, nil
+	return &leasegatev1.RevokeLeaseResponse{Revoked: wire.LeaseInfoToProto(li)}, nil
+}
+
+// ListLeases lists the keyspace's leases: a keyspace-wide read, an
+// operator of all tenants only (a lease may hold tasks of any tenant).
+func (o operators) ListLeases(ctx context.Context, _ *leasegatev1.ListLeasesRequest) (*leasegatev1.ListLeasesResponse, error) {
+	if err := allTenants(ctx, "lease list"); err != nil {
+		return nil, ConnectError(err)
+	}
+	leases, err := o.s.c.Leases(ctx)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	out := &leasegatev1.ListLeasesResponse{Leases: make([]*leasegatev1.LeaseInfo, 0, len(leases))}
+	for _, li := range leases {
+		out.Leases = append(out.Leases, wire.LeaseInfoToProto(li))
+	}
+	return out, nil
+}
+
+// ShowLease shows one lease to an operator of every tenant it holds a task
+// of: an operator of some tenants is refused a lease that also holds
+// another tenant's task (and is told no more of it).
+func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequest) (*leasegatev1.ShowLeaseResponse, error) {
+	const op = "lease show"
+	id, err := coordinator.ParseLeaseID(req.GetLease())
+	if err != nil {
+		return nil, ConnectError(coordinator.Invalid(op, "lease: %v", err))
+	}
+	li, err := o.s.c.Lease(ctx, id)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	caller := callerOf(ctx)
+	for _, t := range li.Tasks {
+		if !caller.Serves(t.Tenant) {
+			return nil, ConnectError(refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
+				Detail: fmt.Sprintf("lease %s holds tasks of tenants identity %q does not serve", coordinator.FormatLeaseID(id), caller.ID)}))
+		}
+	}
+	return &leasegatev1.ShowLeaseResponse{Lease: wire.LeaseInfoToProto(li)}, nil
 }
 
 // allTenants refuses a keyspace-wide operation to an operator of some
@@ -126,7 +167,7 @@ func (o operators) ShowRealm(ctx context.Context, _ *leasegatev1.ShowRealmReques
 	if err != nil {
 		return nil, ConnectError(err)
 	}
-	return &leasegatev1.ShowRealmResponse{Realm: chk.Realm, Warnings: chk.Warnings}, nil
+	return &leasegatev1.ShowRealmResponse{Realm: chk.Realm, Warnings: chk.Warnings, Origin: wire.OriginToProto(chk.Origin)}, nil
 }
 
 func (o operators) RotateRealm(ctx context.Context, _ *leasegatev1.RotateRealmRequest) (*leasegatev1.RotateRealmResponse, error) {

@@ -147,7 +147,7 @@ func TestAReplicaKilledMidDispatchIsSettledThroughAnother(t *testing.T) {
 
 	ctx := lgtest.Ctx(t)
 	// worker-a is gone too: an operator revokes its lease through b.
-	if err := w.client(b, "operator").RevokeLease(ctx, g.Lease); err != nil {
+	if _, err := w.client(b, "operator").RevokeLease(ctx, g.Lease); err != nil {
 		t.Fatalf("RevokeLease: %v", err)
 	}
 	lgtest.WaitOwnerGone(t, b.c, tenant, "task-1")

@@ -13,6 +13,10 @@ import (
 	"github.com/leasegate/leasegate/ledger"
 )
 
+// WatchSynced is the type of the marker WatchOwnership sends first when
+// asked (mark_synced): the watch is established.
+const WatchSynced = "synced"
+
 // workers serves WorkerService: sessions, claims, protected state and
 // effects, each handler a mapping onto the Go API.
 type workers struct{ s *Server }
@@ -144,6 +148,36 @@ func (w workers) Release(ctx context.Context, req *leasegatev1.ReleaseRequest) (
 	return &leasegatev1.ReleaseResponse{}, nil
 }
 
+// RenewGrant renews the lease of the caller's own grant once, in answer to
+// this call (the CLI's renew, which keeps no session token).
+func (w workers) RenewGrant(ctx context.Context, req *leasegatev1.RenewGrantRequest) (*leasegatev1.RenewGrantResponse, error) {
+	g, err := grantOf(ctx, "renew", req.GetGrant())
+	if err == nil {
+		err = w.s.c.Renew(ctx, g)
+	}
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return &leasegatev1.RenewGrantResponse{}, nil
+}
+
+// ListTasks reads the tasks of a tenant the caller serves (of every tenant
+// for an identity of all tenants).
+func (w workers) ListTasks(ctx context.Context, req *leasegatev1.ListTasksRequest) (*leasegatev1.ListTasksResponse, error) {
+	if err := tenantAllowed(ctx, "list", req.GetTenant(), ""); err != nil {
+		return nil, ConnectError(err)
+	}
+	tasks, err := w.s.c.List(ctx, req.GetTenant())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	out := &leasegatev1.ListTasksResponse{Tasks: make([]*leasegatev1.Ownership, 0, len(tasks))}
+	for _, o := range tasks {
+		out.Tasks = append(out.Tasks, wire.OwnershipToProto(o))
+	}
+	return out, nil
+}
+
 func (w workers) GetOwnership(ctx context.Context, req *leasegatev1.GetOwnershipRequest) (*leasegatev1.GetOwnershipResponse, error) {
 	if err := tenantAllowed(ctx, "owner", req.GetTenant(), req.GetTask()); err != nil {
 		return nil, ConnectError(err)
@@ -168,6 +202,14 @@ func (w workers) WatchOwnership(ctx context.Context, req *leasegatev1.WatchOwner
 	events, err := w.s.c.Watch(ctx, req.GetTenant())
 	if err != nil {
 		return ConnectError(err)
+	}
+	// Watch has listed the owners and watches every change after the
+	// listing: whatever the caller does once it reads the marker, the
+	// stream reports.
+	if req.GetMarkSynced() {
+		if err := stream.Send(&leasegatev1.WatchOwnershipResponse{Type: WatchSynced}); err != nil {
+			return err
+		}
 	}
 	for ev := range events {
 		if err := stream.Send(&leasegatev1.WatchOwnershipResponse{Type: string(ev.Type), Ownership: wire.OwnershipToProto(ev.Ownership)}); err != nil {

@@ -243,3 +243,40 @@ func ErrorFromRefusal(r *leasegatev1.Refusal, cause error) *coordinator.Error {
 	}
 	return e
 }
+
+// LeaseInfoToProto writes a lease's description.
+func LeaseInfoToProto(li coordinator.LeaseInfo) *leasegatev1.LeaseInfo {
+	out := &leasegatev1.LeaseInfo{Lease: LeaseHex(li.ID), Owner: li.Owner, GrantedTtlSeconds: li.GrantedTTL,
+		TtlLeftSeconds: li.TTLLeft, Revision: li.Revision}
+	for _, t := range li.Tasks {
+		out.Tasks = append(out.Tasks, &leasegatev1.LeaseTask{Tenant: t.Tenant, Task: t.Task, Epoch: t.Epoch, Stale: t.Stale})
+	}
+	return out
+}
+
+// LeaseInfoFromProto reads a lease's description (Tasks never nil).
+func LeaseInfoFromProto(p *leasegatev1.LeaseInfo) coordinator.LeaseInfo {
+	id, _ := coordinator.ParseLeaseID(p.GetLease())
+	li := coordinator.LeaseInfo{ID: id, Owner: p.GetOwner(), GrantedTTL: p.GetGrantedTtlSeconds(), TTLLeft: p.GetTtlLeftSeconds(),
+		Tasks: []coordinator.LeaseTask{}, Revision: p.GetRevision()}
+	for _, t := range p.GetTasks() {
+		li.Tasks = append(li.Tasks, coordinator.LeaseTask{Tenant: t.GetTenant(), Task: t.GetTask(), Epoch: t.GetEpoch(), Stale: t.GetStale()})
+	}
+	return li
+}
+
+// OriginToProto writes a realm's origin (nil for none).
+func OriginToProto(o *coordinator.Origin) *leasegatev1.Origin {
+	if o == nil {
+		return nil
+	}
+	return &leasegatev1.Origin{Realm: o.Realm, ClusterId: o.ClusterID, Revision: o.Revision, RaftIndex: o.RaftIndex, At: TS(o.At)}
+}
+
+// OriginFromProto reads a realm's origin (nil for none).
+func OriginFromProto(p *leasegatev1.Origin) *coordinator.Origin {
+	if p == nil {
+		return nil
+	}
+	return &coordinator.Origin{Realm: p.GetRealm(), ClusterID: p.GetClusterId(), Revision: p.GetRevision(), RaftIndex: p.GetRaftIndex(), At: TSFrom(p.GetAt())}
+}

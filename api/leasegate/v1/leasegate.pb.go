@@ -916,6 +916,86 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{15}
 }
 
+type RenewGrantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewGrantRequest) Reset() {
+	*x = RenewGrantRequest{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewGrantRequest) ProtoMessage() {}
+
+func (x *RenewGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewGrantRequest.ProtoReflect.Descriptor instead.
+func (*RenewGrantRequest) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RenewGrantRequest) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+type RenewGrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewGrantResponse) Reset() {
+	*x = RenewGrantResponse{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewGrantResponse) ProtoMessage() {}
+
+func (x *RenewGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewGrantResponse.ProtoReflect.Descriptor instead.
+func (*RenewGrantResponse) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{17}
+}
+
 // Ownership is what the authority shows of one task at one revision.
 type Ownership struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -940,7 +1020,7 @@ type Ownership struct {
 
 func (x *Ownership) Reset() {
 	*x = Ownership{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[16]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1032,7 @@ func (x *Ownership) String() string {
 func (*Ownership) ProtoMessage() {}
 
 func (x *Ownership) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[16]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1045,7 @@ func (x *Ownership) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ownership.ProtoReflect.Descriptor instead.
 func (*Ownership) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{16}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Ownership) GetTenant() string {
@@ -1055,7 +1135,7 @@ type GetOwnershipRequest struct {
 
 func (x *GetOwnershipRequest) Reset() {
 	*x = GetOwnershipRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[17]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1147,7 @@ func (x *GetOwnershipRequest) String() string {
 func (*GetOwnershipRequest) ProtoMessage() {}
 
 func (x *GetOwnershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[17]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1160,7 @@ func (x *GetOwnershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOwnershipRequest.ProtoReflect.Descriptor instead.
 func (*GetOwnershipRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{17}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetOwnershipRequest) GetTenant() string {
@@ -1106,7 +1186,7 @@ type GetOwnershipResponse struct {
 
 func (x *GetOwnershipResponse) Reset() {
 	*x = GetOwnershipResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[18]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1198,7 @@ func (x *GetOwnershipResponse) String() string {
 func (*GetOwnershipResponse) ProtoMessage() {}
 
 func (x *GetOwnershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[18]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1211,7 @@ func (x *GetOwnershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOwnershipResponse.ProtoReflect.Descriptor instead.
 func (*GetOwnershipResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{18}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetOwnershipResponse) GetOwnership() *Ownership {
@@ -1141,16 +1221,111 @@ func (x *GetOwnershipResponse) GetOwnership() *Ownership {
 	return nil
 }
 
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: every tenant (an identity of all tenants only).
+	Tenant        string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListTasksRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Sorted by tenant and task, all read at one revision.
+	Tasks         []*Ownership `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListTasksResponse) GetTasks() []*Ownership {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
 type WatchOwnershipRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Send a first message of type "synced" once the watch is established:
+	// every change after it is streamed (the current owners follow it as
+	// "owned"). A caller that must not miss a change it causes (a claim)
+	// waits for it before acting.
+	MarkSynced    bool `protobuf:"varint,2,opt,name=mark_synced,json=markSynced,proto3" json:"mark_synced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchOwnershipRequest) Reset() {
 	*x = WatchOwnershipRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[19]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1337,7 @@ func (x *WatchOwnershipRequest) String() string {
 func (*WatchOwnershipRequest) ProtoMessage() {}
 
 func (x *WatchOwnershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[19]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1350,7 @@ func (x *WatchOwnershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOwnershipRequest.ProtoReflect.Descriptor instead.
 func (*WatchOwnershipRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{19}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchOwnershipRequest) GetTenant() string {
@@ -1185,9 +1360,17 @@ func (x *WatchOwnershipRequest) GetTenant() string {
 	return ""
 }
 
+func (x *WatchOwnershipRequest) GetMarkSynced() bool {
+	if x != nil {
+		return x.MarkSynced
+	}
+	return false
+}
+
 type WatchOwnershipResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// owned, claimed or vacated.
+	// owned, claimed or vacated; synced (no ownership) when mark_synced
+	// asked for it.
 	Type          string     `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	Ownership     *Ownership `protobuf:"bytes,2,opt,name=ownership,proto3" json:"ownership,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1196,7 +1379,7 @@ type WatchOwnershipResponse struct {
 
 func (x *WatchOwnershipResponse) Reset() {
 	*x = WatchOwnershipResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[20]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1391,7 @@ func (x *WatchOwnershipResponse) String() string {
 func (*WatchOwnershipResponse) ProtoMessage() {}
 
 func (x *WatchOwnershipResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[20]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1404,7 @@ func (x *WatchOwnershipResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOwnershipResponse.ProtoReflect.Descriptor instead.
 func (*WatchOwnershipResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{20}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchOwnershipResponse) GetType() string {
@@ -1250,7 +1433,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[21]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1445,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[21]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1458,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{21}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CommitRequest) GetGrant() *Grant {
@@ -1324,7 +1507,7 @@ type Receipt struct {
 
 func (x *Receipt) Reset() {
 	*x = Receipt{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[22]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1519,7 @@ func (x *Receipt) String() string {
 func (*Receipt) ProtoMessage() {}
 
 func (x *Receipt) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[22]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1532,7 @@ func (x *Receipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Receipt.ProtoReflect.Descriptor instead.
 func (*Receipt) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{22}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Receipt) GetDisposition() string {
@@ -1410,7 +1593,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[23]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1605,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[23]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1618,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{23}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CommitResponse) GetReceipt() *Receipt {
@@ -1455,7 +1638,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[24]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1650,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[24]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1663,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{24}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetStateRequest) GetTenant() string {
@@ -1514,7 +1697,7 @@ type State struct {
 
 func (x *State) Reset() {
 	*x = State{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[25]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +1709,7 @@ func (x *State) String() string {
 func (*State) ProtoMessage() {}
 
 func (x *State) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[25]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1722,7 @@ func (x *State) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use State.ProtoReflect.Descriptor instead.
 func (*State) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{25}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *State) GetTenant() string {
@@ -1600,7 +1783,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[26]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1795,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[26]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1808,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{26}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetStateResponse) GetState() *State {
@@ -1651,7 +1834,7 @@ type Effect struct {
 
 func (x *Effect) Reset() {
 	*x = Effect{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[27]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1846,7 @@ func (x *Effect) String() string {
 func (*Effect) ProtoMessage() {}
 
 func (x *Effect) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[27]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1859,7 @@ func (x *Effect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Effect.ProtoReflect.Descriptor instead.
 func (*Effect) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{27}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Effect) GetKind() string {
@@ -1720,7 +1903,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[28]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1915,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[28]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1928,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{28}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Observation) GetDigest() string {
@@ -1782,7 +1965,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[29]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1977,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[29]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1990,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{29}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Evidence) GetProviderIds() []string {
@@ -1847,7 +2030,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[30]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2042,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[30]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2055,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{30}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Approval) GetApprover() string {
@@ -1946,7 +2129,7 @@ type EffectRecord struct {
 
 func (x *EffectRecord) Reset() {
 	*x = EffectRecord{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[31]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2141,7 @@ func (x *EffectRecord) String() string {
 func (*EffectRecord) ProtoMessage() {}
 
 func (x *EffectRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[31]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2154,7 @@ func (x *EffectRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectRecord.ProtoReflect.Descriptor instead.
 func (*EffectRecord) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{31}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EffectRecord) GetTenant() string {
@@ -2120,7 +2303,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2315,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2328,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{32}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Transition) GetSeq() int64 {
@@ -2237,7 +2420,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2432,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2445,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{33}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ProposeRequest) GetGrant() *Grant {
@@ -2302,7 +2485,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2497,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2510,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{34}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProposeResponse) GetRecord() *EffectRecord {
@@ -2347,7 +2530,7 @@ type DispatchRequest struct {
 
 func (x *DispatchRequest) Reset() {
 	*x = DispatchRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2542,7 @@ func (x *DispatchRequest) String() string {
 func (*DispatchRequest) ProtoMessage() {}
 
 func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2555,7 @@ func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{35}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DispatchRequest) GetGrant() *Grant {
@@ -2398,7 +2581,7 @@ type DispatchResponse struct {
 
 func (x *DispatchResponse) Reset() {
 	*x = DispatchResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2410,7 +2593,7 @@ func (x *DispatchResponse) String() string {
 func (*DispatchResponse) ProtoMessage() {}
 
 func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2423,7 +2606,7 @@ func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DispatchResponse) GetRecord() *EffectRecord {
@@ -2444,7 +2627,7 @@ type GetRecordRequest struct {
 
 func (x *GetRecordRequest) Reset() {
 	*x = GetRecordRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2639,7 @@ func (x *GetRecordRequest) String() string {
 func (*GetRecordRequest) ProtoMessage() {}
 
 func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2652,7 @@ func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetRecordRequest) GetTenant() string {
@@ -2503,7 +2686,7 @@ type GetRecordResponse struct {
 
 func (x *GetRecordResponse) Reset() {
 	*x = GetRecordResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2698,7 @@ func (x *GetRecordResponse) String() string {
 func (*GetRecordResponse) ProtoMessage() {}
 
 func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2711,7 @@ func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordResponse.ProtoReflect.Descriptor instead.
 func (*GetRecordResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetRecordResponse) GetRecord() *EffectRecord {
@@ -2557,7 +2740,7 @@ type ListRecordsRequest struct {
 
 func (x *ListRecordsRequest) Reset() {
 	*x = ListRecordsRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2752,7 @@ func (x *ListRecordsRequest) String() string {
 func (*ListRecordsRequest) ProtoMessage() {}
 
 func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2765,7 @@ func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListRecordsRequest) GetTenant() string {
@@ -2615,7 +2798,7 @@ type ListRecordsResponse struct {
 
 func (x *ListRecordsResponse) Reset() {
 	*x = ListRecordsResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2810,7 @@ func (x *ListRecordsResponse) String() string {
 func (*ListRecordsResponse) ProtoMessage() {}
 
 func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2823,7 @@ func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListRecordsResponse) GetRecords() []*EffectRecord {
@@ -2659,7 +2842,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2854,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2867,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReconcileRequest) GetGrant() *Grant {
@@ -2703,7 +2886,7 @@ type ReconcileResponse struct {
 
 func (x *ReconcileResponse) Reset() {
 	*x = ReconcileResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2898,7 @@ func (x *ReconcileResponse) String() string {
 func (*ReconcileResponse) ProtoMessage() {}
 
 func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2911,7 @@ func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReconcileResponse) GetRecords() []*EffectRecord {
@@ -2755,7 +2938,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2767,7 +2950,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2780,7 +2963,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AuthorizeRequest) GetTenant() string {
@@ -2841,7 +3024,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2853,7 +3036,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2866,7 +3049,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AuthorizeResponse) GetRecord() *EffectRecord {
@@ -2888,7 +3071,7 @@ type RejectRequest struct {
 
 func (x *RejectRequest) Reset() {
 	*x = RejectRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3083,7 @@ func (x *RejectRequest) String() string {
 func (*RejectRequest) ProtoMessage() {}
 
 func (x *RejectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3096,7 @@ func (x *RejectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRequest.ProtoReflect.Descriptor instead.
 func (*RejectRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RejectRequest) GetTenant() string {
@@ -2953,7 +3136,7 @@ type RejectResponse struct {
 
 func (x *RejectResponse) Reset() {
 	*x = RejectResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3148,7 @@ func (x *RejectResponse) String() string {
 func (*RejectResponse) ProtoMessage() {}
 
 func (x *RejectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3161,7 @@ func (x *RejectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectResponse.ProtoReflect.Descriptor instead.
 func (*RejectResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RejectResponse) GetRecord() *EffectRecord {
@@ -3004,7 +3187,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3199,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3212,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResolveRequest) GetTenant() string {
@@ -3083,7 +3266,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3095,7 +3278,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3108,7 +3291,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResolveResponse) GetRecord() *EffectRecord {
@@ -3128,7 +3311,7 @@ type RevokeLeaseRequest struct {
 
 func (x *RevokeLeaseRequest) Reset() {
 	*x = RevokeLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3323,7 @@ func (x *RevokeLeaseRequest) String() string {
 func (*RevokeLeaseRequest) ProtoMessage() {}
 
 func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3336,7 @@ func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RevokeLeaseRequest) GetLease() string {
@@ -3164,14 +3347,17 @@ func (x *RevokeLeaseRequest) GetLease() string {
 }
 
 type RevokeLeaseResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lease as read right before the revoke: its tasks are the ones the
+	// revocation vacated, its ttl_left_seconds what was left.
+	Revoked       *LeaseInfo `protobuf:"bytes,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RevokeLeaseResponse) Reset() {
 	*x = RevokeLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3369,7 @@ func (x *RevokeLeaseResponse) String() string {
 func (*RevokeLeaseResponse) ProtoMessage() {}
 
 func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3382,343 @@ func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *RevokeLeaseResponse) GetRevoked() *LeaseInfo {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
+// LeaseInfo is one lease that carries owner keys.
+type LeaseInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex, as etcdctl prints it.
+	Lease string `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	// The owner label on its keys (labels comma-joined if they differ).
+	Owner             string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	GrantedTtlSeconds int64  `protobuf:"varint,3,opt,name=granted_ttl_seconds,json=grantedTtlSeconds,proto3" json:"granted_ttl_seconds,omitempty"`
+	// -1: expired, etcd has not deleted its keys yet.
+	TtlLeftSeconds int64 `protobuf:"varint,4,opt,name=ttl_left_seconds,json=ttlLeftSeconds,proto3" json:"ttl_left_seconds,omitempty"`
+	// The tasks whose owner key is on the lease, sorted.
+	Tasks []*LeaseTask `protobuf:"bytes,5,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// The etcd revision the owner keys were read at.
+	Revision      int64 `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseInfo) Reset() {
+	*x = LeaseInfo{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseInfo) ProtoMessage() {}
+
+func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseInfo.ProtoReflect.Descriptor instead.
+func (*LeaseInfo) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LeaseInfo) GetLease() string {
+	if x != nil {
+		return x.Lease
+	}
+	return ""
+}
+
+func (x *LeaseInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *LeaseInfo) GetGrantedTtlSeconds() int64 {
+	if x != nil {
+		return x.GrantedTtlSeconds
+	}
+	return 0
+}
+
+func (x *LeaseInfo) GetTtlLeftSeconds() int64 {
+	if x != nil {
+		return x.TtlLeftSeconds
+	}
+	return 0
+}
+
+func (x *LeaseInfo) GetTasks() []*LeaseTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *LeaseInfo) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// LeaseTask is one owner key on a lease.
+type LeaseTask struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Task   string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Epoch  int64                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Written before the current realm: it holds nothing.
+	Stale         bool `protobuf:"varint,4,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseTask) Reset() {
+	*x = LeaseTask{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseTask) ProtoMessage() {}
+
+func (x *LeaseTask) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseTask.ProtoReflect.Descriptor instead.
+func (*LeaseTask) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *LeaseTask) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *LeaseTask) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *LeaseTask) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *LeaseTask) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+type ListLeasesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLeasesRequest) Reset() {
+	*x = ListLeasesRequest{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesRequest) ProtoMessage() {}
+
+func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
+func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
+}
+
+type ListLeasesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leases        []*LeaseInfo           `protobuf:"bytes,1,rep,name=leases,proto3" json:"leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLeasesResponse) Reset() {
+	*x = ListLeasesResponse{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesResponse) ProtoMessage() {}
+
+func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
+func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ListLeasesResponse) GetLeases() []*LeaseInfo {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
+type ShowLeaseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex, as etcdctl and leasegate print it.
+	Lease         string `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShowLeaseRequest) Reset() {
+	*x = ShowLeaseRequest{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShowLeaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShowLeaseRequest) ProtoMessage() {}
+
+func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShowLeaseRequest.ProtoReflect.Descriptor instead.
+func (*ShowLeaseRequest) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ShowLeaseRequest) GetLease() string {
+	if x != nil {
+		return x.Lease
+	}
+	return ""
+}
+
+type ShowLeaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lease         *LeaseInfo             `protobuf:"bytes,1,opt,name=lease,proto3" json:"lease,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShowLeaseResponse) Reset() {
+	*x = ShowLeaseResponse{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShowLeaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShowLeaseResponse) ProtoMessage() {}
+
+func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShowLeaseResponse.ProtoReflect.Descriptor instead.
+func (*ShowLeaseResponse) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ShowLeaseResponse) GetLease() *LeaseInfo {
+	if x != nil {
+		return x.Lease
+	}
+	return nil
 }
 
 type ShowRealmRequest struct {
@@ -3207,7 +3729,7 @@ type ShowRealmRequest struct {
 
 func (x *ShowRealmRequest) Reset() {
 	*x = ShowRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3741,7 @@ func (x *ShowRealmRequest) String() string {
 func (*ShowRealmRequest) ProtoMessage() {}
 
 func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3754,7 @@ func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmRequest.ProtoReflect.Descriptor instead.
 func (*ShowRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
 }
 
 type ShowRealmResponse struct {
@@ -3240,14 +3762,17 @@ type ShowRealmResponse struct {
 	Realm string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
 	// Why the keyspace looks restored since its realm was minted; empty when
 	// nothing shows it.
-	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Where the realm was minted; absent for a keyspace older than origins
+	// (rotate the realm to record one).
+	Origin        *Origin `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ShowRealmResponse) Reset() {
 	*x = ShowRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3784,7 @@ func (x *ShowRealmResponse) String() string {
 func (*ShowRealmResponse) ProtoMessage() {}
 
 func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3797,7 @@ func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmResponse.ProtoReflect.Descriptor instead.
 func (*ShowRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ShowRealmResponse) GetRealm() string {
@@ -3289,6 +3814,94 @@ func (x *ShowRealmResponse) GetWarnings() []string {
 	return nil
 }
 
+func (x *ShowRealmResponse) GetOrigin() *Origin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// Origin is the etcd cluster a realm was minted on, as read then.
+type Origin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Realm string                 `protobuf:"bytes,1,opt,name=realm,proto3" json:"realm,omitempty"`
+	// Hex, as etcdctl prints it.
+	ClusterId string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// etcd's revision when the origin was read.
+	Revision int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The applied raft index read with it.
+	RaftIndex uint64 `protobuf:"varint,4,opt,name=raft_index,json=raftIndex,proto3" json:"raft_index,omitempty"`
+	// The writer's clock, for people only.
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Origin) Reset() {
+	*x = Origin{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Origin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Origin) ProtoMessage() {}
+
+func (x *Origin) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Origin.ProtoReflect.Descriptor instead.
+func (*Origin) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *Origin) GetRealm() string {
+	if x != nil {
+		return x.Realm
+	}
+	return ""
+}
+
+func (x *Origin) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *Origin) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *Origin) GetRaftIndex() uint64 {
+	if x != nil {
+		return x.RaftIndex
+	}
+	return 0
+}
+
+func (x *Origin) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 type RotateRealmRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3297,7 +3910,7 @@ type RotateRealmRequest struct {
 
 func (x *RotateRealmRequest) Reset() {
 	*x = RotateRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3922,7 @@ func (x *RotateRealmRequest) String() string {
 func (*RotateRealmRequest) ProtoMessage() {}
 
 func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3935,7 @@ func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmRequest.ProtoReflect.Descriptor instead.
 func (*RotateRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
 }
 
 type RotateRealmResponse struct {
@@ -3334,7 +3947,7 @@ type RotateRealmResponse struct {
 
 func (x *RotateRealmResponse) Reset() {
 	*x = RotateRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3959,7 @@ func (x *RotateRealmResponse) String() string {
 func (*RotateRealmResponse) ProtoMessage() {}
 
 func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3972,7 @@ func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmResponse.ProtoReflect.Descriptor instead.
 func (*RotateRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RotateRealmResponse) GetRealm() string {
@@ -3425,7 +4038,10 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\";\n" +
 	"\x0eReleaseRequest\x12)\n" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\"\x11\n" +
-	"\x0fReleaseResponse\"\xc2\x02\n" +
+	"\x0fReleaseResponse\">\n" +
+	"\x11RenewGrantRequest\x12)\n" +
+	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\"\x14\n" +
+	"\x12RenewGrantResponse\"\xc2\x02\n" +
 	"\tOwnership\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x14\n" +
@@ -3444,9 +4060,15 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\"M\n" +
 	"\x14GetOwnershipResponse\x125\n" +
-	"\townership\x18\x01 \x01(\v2\x17.leasegate.v1.OwnershipR\townership\"/\n" +
+	"\townership\x18\x01 \x01(\v2\x17.leasegate.v1.OwnershipR\townership\"*\n" +
+	"\x10ListTasksRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"B\n" +
+	"\x11ListTasksResponse\x12-\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x17.leasegate.v1.OwnershipR\x05tasks\"P\n" +
 	"\x15WatchOwnershipRequest\x12\x16\n" +
-	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"c\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1f\n" +
+	"\vmark_synced\x18\x02 \x01(\bR\n" +
+	"markSynced\"c\n" +
 	"\x16WatchOwnershipResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x125\n" +
 	"\townership\x18\x02 \x01(\v2\x17.leasegate.v1.OwnershipR\townership\"\x99\x01\n" +
@@ -3593,23 +4215,56 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x0fResolveResponse\x122\n" +
 	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"*\n" +
 	"\x12RevokeLeaseRequest\x12\x14\n" +
-	"\x05lease\x18\x01 \x01(\tR\x05lease\"\x15\n" +
-	"\x13RevokeLeaseResponse\"\x12\n" +
-	"\x10ShowRealmRequest\"E\n" +
+	"\x05lease\x18\x01 \x01(\tR\x05lease\"H\n" +
+	"\x13RevokeLeaseResponse\x121\n" +
+	"\arevoked\x18\x01 \x01(\v2\x17.leasegate.v1.LeaseInfoR\arevoked\"\xdc\x01\n" +
+	"\tLeaseInfo\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\tR\x05lease\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12.\n" +
+	"\x13granted_ttl_seconds\x18\x03 \x01(\x03R\x11grantedTtlSeconds\x12(\n" +
+	"\x10ttl_left_seconds\x18\x04 \x01(\x03R\x0ettlLeftSeconds\x12-\n" +
+	"\x05tasks\x18\x05 \x03(\v2\x17.leasegate.v1.LeaseTaskR\x05tasks\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\"c\n" +
+	"\tLeaseTask\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
+	"\x04task\x18\x02 \x01(\tR\x04task\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05stale\x18\x04 \x01(\bR\x05stale\"\x13\n" +
+	"\x11ListLeasesRequest\"E\n" +
+	"\x12ListLeasesResponse\x12/\n" +
+	"\x06leases\x18\x01 \x03(\v2\x17.leasegate.v1.LeaseInfoR\x06leases\"(\n" +
+	"\x10ShowLeaseRequest\x12\x14\n" +
+	"\x05lease\x18\x01 \x01(\tR\x05lease\"B\n" +
+	"\x11ShowLeaseResponse\x12-\n" +
+	"\x05lease\x18\x01 \x01(\v2\x17.leasegate.v1.LeaseInfoR\x05lease\"\x12\n" +
+	"\x10ShowRealmRequest\"s\n" +
 	"\x11ShowRealmResponse\x12\x14\n" +
 	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1a\n" +
-	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"\x14\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\x12,\n" +
+	"\x06origin\x18\x03 \x01(\v2\x14.leasegate.v1.OriginR\x06origin\"\xa4\x01\n" +
+	"\x06Origin\x12\x14\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\x12\x1d\n" +
+	"\n" +
+	"raft_index\x18\x04 \x01(\x04R\traftIndex\x12*\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x14\n" +
 	"\x12RotateRealmRequest\"+\n" +
 	"\x13RotateRealmResponse\x12\x14\n" +
-	"\x05realm\x18\x01 \x01(\tR\x05realm2\xb6\t\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm2\xd5\n" +
+	"\n" +
 	"\rWorkerService\x12R\n" +
 	"\vOpenSession\x12 .leasegate.v1.OpenSessionRequest\x1a!.leasegate.v1.OpenSessionResponse\x12U\n" +
 	"\fRenewSession\x12!.leasegate.v1.RenewSessionRequest\x1a\".leasegate.v1.RenewSessionResponse\x12P\n" +
 	"\tKeepAlive\x12\x1e.leasegate.v1.KeepAliveRequest\x1a\x1f.leasegate.v1.KeepAliveResponse(\x010\x01\x12U\n" +
 	"\fCloseSession\x12!.leasegate.v1.CloseSessionRequest\x1a\".leasegate.v1.CloseSessionResponse\x12@\n" +
 	"\x05Claim\x12\x1a.leasegate.v1.ClaimRequest\x1a\x1b.leasegate.v1.ClaimResponse\x12F\n" +
-	"\aRelease\x12\x1c.leasegate.v1.ReleaseRequest\x1a\x1d.leasegate.v1.ReleaseResponse\x12U\n" +
-	"\fGetOwnership\x12!.leasegate.v1.GetOwnershipRequest\x1a\".leasegate.v1.GetOwnershipResponse\x12]\n" +
+	"\aRelease\x12\x1c.leasegate.v1.ReleaseRequest\x1a\x1d.leasegate.v1.ReleaseResponse\x12O\n" +
+	"\n" +
+	"RenewGrant\x12\x1f.leasegate.v1.RenewGrantRequest\x1a .leasegate.v1.RenewGrantResponse\x12U\n" +
+	"\fGetOwnership\x12!.leasegate.v1.GetOwnershipRequest\x1a\".leasegate.v1.GetOwnershipResponse\x12L\n" +
+	"\tListTasks\x12\x1e.leasegate.v1.ListTasksRequest\x1a\x1f.leasegate.v1.ListTasksResponse\x12]\n" +
 	"\x0eWatchOwnership\x12#.leasegate.v1.WatchOwnershipRequest\x1a$.leasegate.v1.WatchOwnershipResponse0\x01\x12C\n" +
 	"\x06Commit\x12\x1b.leasegate.v1.CommitRequest\x1a\x1c.leasegate.v1.CommitResponse\x12I\n" +
 	"\bGetState\x12\x1d.leasegate.v1.GetStateRequest\x1a\x1e.leasegate.v1.GetStateResponse\x12F\n" +
@@ -3620,10 +4275,13 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\tReconcile\x12\x1e.leasegate.v1.ReconcileRequest\x1a\x1f.leasegate.v1.ReconcileResponse2\xa4\x01\n" +
 	"\x0fApproverService\x12L\n" +
 	"\tAuthorize\x12\x1e.leasegate.v1.AuthorizeRequest\x1a\x1f.leasegate.v1.AuthorizeResponse\x12C\n" +
-	"\x06Reject\x12\x1b.leasegate.v1.RejectRequest\x1a\x1c.leasegate.v1.RejectResponse2\xcf\x02\n" +
+	"\x06Reject\x12\x1b.leasegate.v1.RejectRequest\x1a\x1c.leasegate.v1.RejectResponse2\xee\x03\n" +
 	"\x0fOperatorService\x12F\n" +
 	"\aResolve\x12\x1c.leasegate.v1.ResolveRequest\x1a\x1d.leasegate.v1.ResolveResponse\x12R\n" +
-	"\vRevokeLease\x12 .leasegate.v1.RevokeLeaseRequest\x1a!.leasegate.v1.RevokeLeaseResponse\x12L\n" +
+	"\vRevokeLease\x12 .leasegate.v1.RevokeLeaseRequest\x1a!.leasegate.v1.RevokeLeaseResponse\x12O\n" +
+	"\n" +
+	"ListLeases\x12\x1f.leasegate.v1.ListLeasesRequest\x1a .leasegate.v1.ListLeasesResponse\x12L\n" +
+	"\tShowLease\x12\x1e.leasegate.v1.ShowLeaseRequest\x1a\x1f.leasegate.v1.ShowLeaseResponse\x12L\n" +
 	"\tShowRealm\x12\x1e.leasegate.v1.ShowRealmRequest\x1a\x1f.leasegate.v1.ShowRealmResponse\x12R\n" +
 	"\vRotateRealm\x12 .leasegate.v1.RotateRealmRequest\x1a!.leasegate.v1.RotateRealmResponseB=Z;github.com/leasegate/leasegate/api/leasegate/v1;leasegatev1b\x06proto3"
 
@@ -3639,7 +4297,7 @@ func file_leasegate_v1_leasegate_proto_rawDescGZIP() []byte {
 	return file_leasegate_v1_leasegate_proto_rawDescData
 }
 
-var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*Refusal)(nil),                // 0: leasegate.v1.Refusal
 	(*Grant)(nil),                  // 1: leasegate.v1.Grant
@@ -3657,139 +4315,166 @@ var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*ClaimResponse)(nil),          // 13: leasegate.v1.ClaimResponse
 	(*ReleaseRequest)(nil),         // 14: leasegate.v1.ReleaseRequest
 	(*ReleaseResponse)(nil),        // 15: leasegate.v1.ReleaseResponse
-	(*Ownership)(nil),              // 16: leasegate.v1.Ownership
-	(*GetOwnershipRequest)(nil),    // 17: leasegate.v1.GetOwnershipRequest
-	(*GetOwnershipResponse)(nil),   // 18: leasegate.v1.GetOwnershipResponse
-	(*WatchOwnershipRequest)(nil),  // 19: leasegate.v1.WatchOwnershipRequest
-	(*WatchOwnershipResponse)(nil), // 20: leasegate.v1.WatchOwnershipResponse
-	(*CommitRequest)(nil),          // 21: leasegate.v1.CommitRequest
-	(*Receipt)(nil),                // 22: leasegate.v1.Receipt
-	(*CommitResponse)(nil),         // 23: leasegate.v1.CommitResponse
-	(*GetStateRequest)(nil),        // 24: leasegate.v1.GetStateRequest
-	(*State)(nil),                  // 25: leasegate.v1.State
-	(*GetStateResponse)(nil),       // 26: leasegate.v1.GetStateResponse
-	(*Effect)(nil),                 // 27: leasegate.v1.Effect
-	(*Observation)(nil),            // 28: leasegate.v1.Observation
-	(*Evidence)(nil),               // 29: leasegate.v1.Evidence
-	(*Approval)(nil),               // 30: leasegate.v1.Approval
-	(*EffectRecord)(nil),           // 31: leasegate.v1.EffectRecord
-	(*Transition)(nil),             // 32: leasegate.v1.Transition
-	(*ProposeRequest)(nil),         // 33: leasegate.v1.ProposeRequest
-	(*ProposeResponse)(nil),        // 34: leasegate.v1.ProposeResponse
-	(*DispatchRequest)(nil),        // 35: leasegate.v1.DispatchRequest
-	(*DispatchResponse)(nil),       // 36: leasegate.v1.DispatchResponse
-	(*GetRecordRequest)(nil),       // 37: leasegate.v1.GetRecordRequest
-	(*GetRecordResponse)(nil),      // 38: leasegate.v1.GetRecordResponse
-	(*ListRecordsRequest)(nil),     // 39: leasegate.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),    // 40: leasegate.v1.ListRecordsResponse
-	(*ReconcileRequest)(nil),       // 41: leasegate.v1.ReconcileRequest
-	(*ReconcileResponse)(nil),      // 42: leasegate.v1.ReconcileResponse
-	(*AuthorizeRequest)(nil),       // 43: leasegate.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),      // 44: leasegate.v1.AuthorizeResponse
-	(*RejectRequest)(nil),          // 45: leasegate.v1.RejectRequest
-	(*RejectResponse)(nil),         // 46: leasegate.v1.RejectResponse
-	(*ResolveRequest)(nil),         // 47: leasegate.v1.ResolveRequest
-	(*ResolveResponse)(nil),        // 48: leasegate.v1.ResolveResponse
-	(*RevokeLeaseRequest)(nil),     // 49: leasegate.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),    // 50: leasegate.v1.RevokeLeaseResponse
-	(*ShowRealmRequest)(nil),       // 51: leasegate.v1.ShowRealmRequest
-	(*ShowRealmResponse)(nil),      // 52: leasegate.v1.ShowRealmResponse
-	(*RotateRealmRequest)(nil),     // 53: leasegate.v1.RotateRealmRequest
-	(*RotateRealmResponse)(nil),    // 54: leasegate.v1.RotateRealmResponse
-	(*durationpb.Duration)(nil),    // 55: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
+	(*RenewGrantRequest)(nil),      // 16: leasegate.v1.RenewGrantRequest
+	(*RenewGrantResponse)(nil),     // 17: leasegate.v1.RenewGrantResponse
+	(*Ownership)(nil),              // 18: leasegate.v1.Ownership
+	(*GetOwnershipRequest)(nil),    // 19: leasegate.v1.GetOwnershipRequest
+	(*GetOwnershipResponse)(nil),   // 20: leasegate.v1.GetOwnershipResponse
+	(*ListTasksRequest)(nil),       // 21: leasegate.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 22: leasegate.v1.ListTasksResponse
+	(*WatchOwnershipRequest)(nil),  // 23: leasegate.v1.WatchOwnershipRequest
+	(*WatchOwnershipResponse)(nil), // 24: leasegate.v1.WatchOwnershipResponse
+	(*CommitRequest)(nil),          // 25: leasegate.v1.CommitRequest
+	(*Receipt)(nil),                // 26: leasegate.v1.Receipt
+	(*CommitResponse)(nil),         // 27: leasegate.v1.CommitResponse
+	(*GetStateRequest)(nil),        // 28: leasegate.v1.GetStateRequest
+	(*State)(nil),                  // 29: leasegate.v1.State
+	(*GetStateResponse)(nil),       // 30: leasegate.v1.GetStateResponse
+	(*Effect)(nil),                 // 31: leasegate.v1.Effect
+	(*Observation)(nil),            // 32: leasegate.v1.Observation
+	(*Evidence)(nil),               // 33: leasegate.v1.Evidence
+	(*Approval)(nil),               // 34: leasegate.v1.Approval
+	(*EffectRecord)(nil),           // 35: leasegate.v1.EffectRecord
+	(*Transition)(nil),             // 36: leasegate.v1.Transition
+	(*ProposeRequest)(nil),         // 37: leasegate.v1.ProposeRequest
+	(*ProposeResponse)(nil),        // 38: leasegate.v1.ProposeResponse
+	(*DispatchRequest)(nil),        // 39: leasegate.v1.DispatchRequest
+	(*DispatchResponse)(nil),       // 40: leasegate.v1.DispatchResponse
+	(*GetRecordRequest)(nil),       // 41: leasegate.v1.GetRecordRequest
+	(*GetRecordResponse)(nil),      // 42: leasegate.v1.GetRecordResponse
+	(*ListRecordsRequest)(nil),     // 43: leasegate.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),    // 44: leasegate.v1.ListRecordsResponse
+	(*ReconcileRequest)(nil),       // 45: leasegate.v1.ReconcileRequest
+	(*ReconcileResponse)(nil),      // 46: leasegate.v1.ReconcileResponse
+	(*AuthorizeRequest)(nil),       // 47: leasegate.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),      // 48: leasegate.v1.AuthorizeResponse
+	(*RejectRequest)(nil),          // 49: leasegate.v1.RejectRequest
+	(*RejectResponse)(nil),         // 50: leasegate.v1.RejectResponse
+	(*ResolveRequest)(nil),         // 51: leasegate.v1.ResolveRequest
+	(*ResolveResponse)(nil),        // 52: leasegate.v1.ResolveResponse
+	(*RevokeLeaseRequest)(nil),     // 53: leasegate.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),    // 54: leasegate.v1.RevokeLeaseResponse
+	(*LeaseInfo)(nil),              // 55: leasegate.v1.LeaseInfo
+	(*LeaseTask)(nil),              // 56: leasegate.v1.LeaseTask
+	(*ListLeasesRequest)(nil),      // 57: leasegate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),     // 58: leasegate.v1.ListLeasesResponse
+	(*ShowLeaseRequest)(nil),       // 59: leasegate.v1.ShowLeaseRequest
+	(*ShowLeaseResponse)(nil),      // 60: leasegate.v1.ShowLeaseResponse
+	(*ShowRealmRequest)(nil),       // 61: leasegate.v1.ShowRealmRequest
+	(*ShowRealmResponse)(nil),      // 62: leasegate.v1.ShowRealmResponse
+	(*Origin)(nil),                 // 63: leasegate.v1.Origin
+	(*RotateRealmRequest)(nil),     // 64: leasegate.v1.RotateRealmRequest
+	(*RotateRealmResponse)(nil),    // 65: leasegate.v1.RotateRealmResponse
+	(*durationpb.Duration)(nil),    // 66: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 67: google.protobuf.Timestamp
 }
 var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
-	16, // 0: leasegate.v1.Refusal.holder:type_name -> leasegate.v1.Ownership
-	55, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
-	55, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
-	55, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
-	56, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
-	55, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
-	55, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	18, // 0: leasegate.v1.Refusal.holder:type_name -> leasegate.v1.Ownership
+	66, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
+	66, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
+	66, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
+	67, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
+	66, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
+	66, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
 	2,  // 7: leasegate.v1.OpenSessionResponse.session:type_name -> leasegate.v1.Session
 	3,  // 8: leasegate.v1.OpenSessionResponse.renewal:type_name -> leasegate.v1.Renewal
 	3,  // 9: leasegate.v1.RenewSessionResponse.renewal:type_name -> leasegate.v1.Renewal
 	3,  // 10: leasegate.v1.KeepAliveResponse.renewal:type_name -> leasegate.v1.Renewal
 	1,  // 11: leasegate.v1.ClaimResponse.grant:type_name -> leasegate.v1.Grant
 	1,  // 12: leasegate.v1.ReleaseRequest.grant:type_name -> leasegate.v1.Grant
-	16, // 13: leasegate.v1.GetOwnershipResponse.ownership:type_name -> leasegate.v1.Ownership
-	16, // 14: leasegate.v1.WatchOwnershipResponse.ownership:type_name -> leasegate.v1.Ownership
-	1,  // 15: leasegate.v1.CommitRequest.grant:type_name -> leasegate.v1.Grant
-	22, // 16: leasegate.v1.CommitResponse.receipt:type_name -> leasegate.v1.Receipt
-	25, // 17: leasegate.v1.GetStateResponse.state:type_name -> leasegate.v1.State
-	56, // 18: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
-	56, // 19: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
-	56, // 20: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
-	27, // 21: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
-	30, // 22: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
-	28, // 23: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
-	56, // 24: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	29, // 25: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
-	29, // 26: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
-	56, // 27: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
-	1,  // 28: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
-	27, // 29: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
-	28, // 30: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
-	31, // 31: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
-	1,  // 32: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
-	31, // 33: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
-	31, // 34: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
-	32, // 35: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
-	31, // 36: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
-	1,  // 37: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
-	31, // 38: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
-	31, // 39: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
-	31, // 40: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
-	29, // 41: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
-	31, // 42: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
-	4,  // 43: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
-	6,  // 44: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
-	8,  // 45: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
-	10, // 46: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
-	12, // 47: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
-	14, // 48: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
-	17, // 49: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	19, // 50: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	21, // 51: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
-	24, // 52: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
-	33, // 53: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
-	35, // 54: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
-	37, // 55: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	39, // 56: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	41, // 57: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
-	43, // 58: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	45, // 59: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	47, // 60: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	49, // 61: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	51, // 62: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	53, // 63: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 64: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 65: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 66: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 67: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 68: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 69: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	18, // 70: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	20, // 71: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	23, // 72: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	26, // 73: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	34, // 74: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	36, // 75: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	38, // 76: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	40, // 77: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	42, // 78: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	44, // 79: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	46, // 80: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	48, // 81: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	50, // 82: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	52, // 83: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	54, // 84: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	64, // [64:85] is the sub-list for method output_type
-	43, // [43:64] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	1,  // 13: leasegate.v1.RenewGrantRequest.grant:type_name -> leasegate.v1.Grant
+	18, // 14: leasegate.v1.GetOwnershipResponse.ownership:type_name -> leasegate.v1.Ownership
+	18, // 15: leasegate.v1.ListTasksResponse.tasks:type_name -> leasegate.v1.Ownership
+	18, // 16: leasegate.v1.WatchOwnershipResponse.ownership:type_name -> leasegate.v1.Ownership
+	1,  // 17: leasegate.v1.CommitRequest.grant:type_name -> leasegate.v1.Grant
+	26, // 18: leasegate.v1.CommitResponse.receipt:type_name -> leasegate.v1.Receipt
+	29, // 19: leasegate.v1.GetStateResponse.state:type_name -> leasegate.v1.State
+	67, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
+	67, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
+	67, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	31, // 23: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
+	34, // 24: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
+	32, // 25: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
+	67, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	33, // 27: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
+	33, // 28: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
+	67, // 29: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	1,  // 30: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
+	31, // 31: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
+	32, // 32: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
+	35, // 33: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
+	1,  // 34: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 35: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 36: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
+	36, // 37: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
+	35, // 38: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
+	1,  // 39: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 40: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
+	35, // 41: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 42: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
+	33, // 43: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
+	35, // 44: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
+	55, // 45: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
+	56, // 46: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
+	55, // 47: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
+	55, // 48: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
+	63, // 49: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
+	67, // 50: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
+	4,  // 51: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
+	6,  // 52: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
+	8,  // 53: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
+	10, // 54: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
+	12, // 55: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
+	14, // 56: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
+	16, // 57: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
+	19, // 58: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	21, // 59: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	23, // 60: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	25, // 61: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
+	28, // 62: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
+	37, // 63: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
+	39, // 64: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
+	41, // 65: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	43, // 66: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	45, // 67: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
+	47, // 68: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	49, // 69: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	51, // 70: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	53, // 71: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	57, // 72: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	59, // 73: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	61, // 74: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	64, // 75: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 76: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 77: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 78: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 79: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 80: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 81: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 82: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 83: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 84: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 85: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 86: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 87: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	38, // 88: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	40, // 89: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	42, // 90: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	44, // 91: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	46, // 92: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	48, // 93: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	50, // 94: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	52, // 95: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	54, // 96: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	58, // 97: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	60, // 98: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	62, // 99: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	65, // 100: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	76, // [76:101] is the sub-list for method output_type
+	51, // [51:76] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_leasegate_v1_leasegate_proto_init() }
@@ -3803,7 +4488,7 @@ func file_leasegate_v1_leasegate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leasegate_v1_leasegate_proto_rawDesc), len(file_leasegate_v1_leasegate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   55,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -65,9 +65,14 @@ const (
 	WorkerServiceClaimProcedure = "/leasegate.v1.WorkerService/Claim"
 	// WorkerServiceReleaseProcedure is the fully-qualified name of the WorkerService's Release RPC.
 	WorkerServiceReleaseProcedure = "/leasegate.v1.WorkerService/Release"
+	// WorkerServiceRenewGrantProcedure is the fully-qualified name of the WorkerService's RenewGrant
+	// RPC.
+	WorkerServiceRenewGrantProcedure = "/leasegate.v1.WorkerService/RenewGrant"
 	// WorkerServiceGetOwnershipProcedure is the fully-qualified name of the WorkerService's
 	// GetOwnership RPC.
 	WorkerServiceGetOwnershipProcedure = "/leasegate.v1.WorkerService/GetOwnership"
+	// WorkerServiceListTasksProcedure is the fully-qualified name of the WorkerService's ListTasks RPC.
+	WorkerServiceListTasksProcedure = "/leasegate.v1.WorkerService/ListTasks"
 	// WorkerServiceWatchOwnershipProcedure is the fully-qualified name of the WorkerService's
 	// WatchOwnership RPC.
 	WorkerServiceWatchOwnershipProcedure = "/leasegate.v1.WorkerService/WatchOwnership"
@@ -96,6 +101,12 @@ const (
 	// OperatorServiceRevokeLeaseProcedure is the fully-qualified name of the OperatorService's
 	// RevokeLease RPC.
 	OperatorServiceRevokeLeaseProcedure = "/leasegate.v1.OperatorService/RevokeLease"
+	// OperatorServiceListLeasesProcedure is the fully-qualified name of the OperatorService's
+	// ListLeases RPC.
+	OperatorServiceListLeasesProcedure = "/leasegate.v1.OperatorService/ListLeases"
+	// OperatorServiceShowLeaseProcedure is the fully-qualified name of the OperatorService's ShowLease
+	// RPC.
+	OperatorServiceShowLeaseProcedure = "/leasegate.v1.OperatorService/ShowLease"
 	// OperatorServiceShowRealmProcedure is the fully-qualified name of the OperatorService's ShowRealm
 	// RPC.
 	OperatorServiceShowRealmProcedure = "/leasegate.v1.OperatorService/ShowRealm"
@@ -122,8 +133,15 @@ type WorkerServiceClient interface {
 	Claim(context.Context, *v1.ClaimRequest) (*v1.ClaimResponse, error)
 	// Release lets go of a grant, only while it is current.
 	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
+	// RenewGrant renews the lease of a grant the caller owns once, after
+	// checking that the grant is still its task's current one (the CLI's
+	// renew). Like RenewSession, it renews only in answer to this call.
+	RenewGrant(context.Context, *v1.RenewGrantRequest) (*v1.RenewGrantResponse, error)
 	// GetOwnership reads a task's owner, linearizably.
 	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	// ListTasks reads every task ever claimed of a tenant (of every tenant,
+	// for an identity of all tenants), owned or not, at one revision.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
 	// WatchOwnership streams ownership changes of a tenant's tasks.
 	WatchOwnership(context.Context, *v1.WatchOwnershipRequest) (*connect.ServerStreamForClient[v1.WatchOwnershipResponse], error)
 	// Commit is the protected write: state and operation record in the Txn
@@ -193,10 +211,22 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(workerServiceMethods.ByName("Release")),
 			connect.WithClientOptions(opts...),
 		),
+		renewGrant: connect.NewClient[v1.RenewGrantRequest, v1.RenewGrantResponse](
+			httpClient,
+			baseURL+WorkerServiceRenewGrantProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("RenewGrant")),
+			connect.WithClientOptions(opts...),
+		),
 		getOwnership: connect.NewClient[v1.GetOwnershipRequest, v1.GetOwnershipResponse](
 			httpClient,
 			baseURL+WorkerServiceGetOwnershipProcedure,
 			connect.WithSchema(workerServiceMethods.ByName("GetOwnership")),
+			connect.WithClientOptions(opts...),
+		),
+		listTasks: connect.NewClient[v1.ListTasksRequest, v1.ListTasksResponse](
+			httpClient,
+			baseURL+WorkerServiceListTasksProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("ListTasks")),
 			connect.WithClientOptions(opts...),
 		),
 		watchOwnership: connect.NewClient[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse](
@@ -258,7 +288,9 @@ type workerServiceClient struct {
 	closeSession   *connect.Client[v1.CloseSessionRequest, v1.CloseSessionResponse]
 	claim          *connect.Client[v1.ClaimRequest, v1.ClaimResponse]
 	release        *connect.Client[v1.ReleaseRequest, v1.ReleaseResponse]
+	renewGrant     *connect.Client[v1.RenewGrantRequest, v1.RenewGrantResponse]
 	getOwnership   *connect.Client[v1.GetOwnershipRequest, v1.GetOwnershipResponse]
+	listTasks      *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
 	watchOwnership *connect.Client[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse]
 	commit         *connect.Client[v1.CommitRequest, v1.CommitResponse]
 	getState       *connect.Client[v1.GetStateRequest, v1.GetStateResponse]
@@ -319,9 +351,27 @@ func (c *workerServiceClient) Release(ctx context.Context, req *v1.ReleaseReques
 	return nil, err
 }
 
+// RenewGrant calls leasegate.v1.WorkerService.RenewGrant.
+func (c *workerServiceClient) RenewGrant(ctx context.Context, req *v1.RenewGrantRequest) (*v1.RenewGrantResponse, error) {
+	response, err := c.renewGrant.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // GetOwnership calls leasegate.v1.WorkerService.GetOwnership.
 func (c *workerServiceClient) GetOwnership(ctx context.Context, req *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
 	response, err := c.getOwnership.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListTasks calls leasegate.v1.WorkerService.ListTasks.
+func (c *workerServiceClient) ListTasks(ctx context.Context, req *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	response, err := c.listTasks.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -414,8 +464,15 @@ type WorkerServiceHandler interface {
 	Claim(context.Context, *v1.ClaimRequest) (*v1.ClaimResponse, error)
 	// Release lets go of a grant, only while it is current.
 	Release(context.Context, *v1.ReleaseRequest) (*v1.ReleaseResponse, error)
+	// RenewGrant renews the lease of a grant the caller owns once, after
+	// checking that the grant is still its task's current one (the CLI's
+	// renew). Like RenewSession, it renews only in answer to this call.
+	RenewGrant(context.Context, *v1.RenewGrantRequest) (*v1.RenewGrantResponse, error)
 	// GetOwnership reads a task's owner, linearizably.
 	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	// ListTasks reads every task ever claimed of a tenant (of every tenant,
+	// for an identity of all tenants), owned or not, at one revision.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
 	// WatchOwnership streams ownership changes of a tenant's tasks.
 	WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error
 	// Commit is the protected write: state and operation record in the Txn
@@ -481,10 +538,22 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(workerServiceMethods.ByName("Release")),
 		connect.WithHandlerOptions(opts...),
 	)
+	workerServiceRenewGrantHandler := connect.NewUnaryHandlerSimple(
+		WorkerServiceRenewGrantProcedure,
+		svc.RenewGrant,
+		connect.WithSchema(workerServiceMethods.ByName("RenewGrant")),
+		connect.WithHandlerOptions(opts...),
+	)
 	workerServiceGetOwnershipHandler := connect.NewUnaryHandlerSimple(
 		WorkerServiceGetOwnershipProcedure,
 		svc.GetOwnership,
 		connect.WithSchema(workerServiceMethods.ByName("GetOwnership")),
+		connect.WithHandlerOptions(opts...),
+	)
+	workerServiceListTasksHandler := connect.NewUnaryHandlerSimple(
+		WorkerServiceListTasksProcedure,
+		svc.ListTasks,
+		connect.WithSchema(workerServiceMethods.ByName("ListTasks")),
 		connect.WithHandlerOptions(opts...),
 	)
 	workerServiceWatchOwnershipHandler := connect.NewServerStreamHandlerSimple(
@@ -549,8 +618,12 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 			workerServiceClaimHandler.ServeHTTP(w, r)
 		case WorkerServiceReleaseProcedure:
 			workerServiceReleaseHandler.ServeHTTP(w, r)
+		case WorkerServiceRenewGrantProcedure:
+			workerServiceRenewGrantHandler.ServeHTTP(w, r)
 		case WorkerServiceGetOwnershipProcedure:
 			workerServiceGetOwnershipHandler.ServeHTTP(w, r)
+		case WorkerServiceListTasksProcedure:
+			workerServiceListTasksHandler.ServeHTTP(w, r)
 		case WorkerServiceWatchOwnershipProcedure:
 			workerServiceWatchOwnershipHandler.ServeHTTP(w, r)
 		case WorkerServiceCommitProcedure:
@@ -600,8 +673,16 @@ func (UnimplementedWorkerServiceHandler) Release(context.Context, *v1.ReleaseReq
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.Release is not implemented"))
 }
 
+func (UnimplementedWorkerServiceHandler) RenewGrant(context.Context, *v1.RenewGrantRequest) (*v1.RenewGrantResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.RenewGrant is not implemented"))
+}
+
 func (UnimplementedWorkerServiceHandler) GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.GetOwnership is not implemented"))
+}
+
+func (UnimplementedWorkerServiceHandler) ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.ListTasks is not implemented"))
 }
 
 func (UnimplementedWorkerServiceHandler) WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error {
@@ -753,6 +834,12 @@ type OperatorServiceClient interface {
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
 	// on it is refused from then on.
 	RevokeLease(context.Context, *v1.RevokeLeaseRequest) (*v1.RevokeLeaseResponse, error)
+	// ListLeases reads every lease carrying owner keys of the keyspace, at
+	// one revision. It needs an operator of all tenants.
+	ListLeases(context.Context, *v1.ListLeasesRequest) (*v1.ListLeasesResponse, error)
+	// ShowLease reads one lease: its owner, TTLs and tasks. It needs an
+	// operator of every tenant the lease holds a task of.
+	ShowLease(context.Context, *v1.ShowLeaseRequest) (*v1.ShowLeaseResponse, error)
 	// ShowRealm reads the realm and checks its origin (restore detection).
 	ShowRealm(context.Context, *v1.ShowRealmRequest) (*v1.ShowRealmResponse, error)
 	// RotateRealm writes a new realm: every outstanding grant is refused.
@@ -782,6 +869,18 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(operatorServiceMethods.ByName("RevokeLease")),
 			connect.WithClientOptions(opts...),
 		),
+		listLeases: connect.NewClient[v1.ListLeasesRequest, v1.ListLeasesResponse](
+			httpClient,
+			baseURL+OperatorServiceListLeasesProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("ListLeases")),
+			connect.WithClientOptions(opts...),
+		),
+		showLease: connect.NewClient[v1.ShowLeaseRequest, v1.ShowLeaseResponse](
+			httpClient,
+			baseURL+OperatorServiceShowLeaseProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("ShowLease")),
+			connect.WithClientOptions(opts...),
+		),
 		showRealm: connect.NewClient[v1.ShowRealmRequest, v1.ShowRealmResponse](
 			httpClient,
 			baseURL+OperatorServiceShowRealmProcedure,
@@ -801,6 +900,8 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 type operatorServiceClient struct {
 	resolve     *connect.Client[v1.ResolveRequest, v1.ResolveResponse]
 	revokeLease *connect.Client[v1.RevokeLeaseRequest, v1.RevokeLeaseResponse]
+	listLeases  *connect.Client[v1.ListLeasesRequest, v1.ListLeasesResponse]
+	showLease   *connect.Client[v1.ShowLeaseRequest, v1.ShowLeaseResponse]
 	showRealm   *connect.Client[v1.ShowRealmRequest, v1.ShowRealmResponse]
 	rotateRealm *connect.Client[v1.RotateRealmRequest, v1.RotateRealmResponse]
 }
@@ -817,6 +918,24 @@ func (c *operatorServiceClient) Resolve(ctx context.Context, req *v1.ResolveRequ
 // RevokeLease calls leasegate.v1.OperatorService.RevokeLease.
 func (c *operatorServiceClient) RevokeLease(ctx context.Context, req *v1.RevokeLeaseRequest) (*v1.RevokeLeaseResponse, error) {
 	response, err := c.revokeLease.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListLeases calls leasegate.v1.OperatorService.ListLeases.
+func (c *operatorServiceClient) ListLeases(ctx context.Context, req *v1.ListLeasesRequest) (*v1.ListLeasesResponse, error) {
+	response, err := c.listLeases.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ShowLease calls leasegate.v1.OperatorService.ShowLease.
+func (c *operatorServiceClient) ShowLease(ctx context.Context, req *v1.ShowLeaseRequest) (*v1.ShowLeaseResponse, error) {
+	response, err := c.showLease.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -848,6 +967,12 @@ type OperatorServiceHandler interface {
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
 	// on it is refused from then on.
 	RevokeLease(context.Context, *v1.RevokeLeaseRequest) (*v1.RevokeLeaseResponse, error)
+	// ListLeases reads every lease carrying owner keys of the keyspace, at
+	// one revision. It needs an operator of all tenants.
+	ListLeases(context.Context, *v1.ListLeasesRequest) (*v1.ListLeasesResponse, error)
+	// ShowLease reads one lease: its owner, TTLs and tasks. It needs an
+	// operator of every tenant the lease holds a task of.
+	ShowLease(context.Context, *v1.ShowLeaseRequest) (*v1.ShowLeaseResponse, error)
 	// ShowRealm reads the realm and checks its origin (restore detection).
 	ShowRealm(context.Context, *v1.ShowRealmRequest) (*v1.ShowRealmResponse, error)
 	// RotateRealm writes a new realm: every outstanding grant is refused.
@@ -873,6 +998,18 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 		connect.WithSchema(operatorServiceMethods.ByName("RevokeLease")),
 		connect.WithHandlerOptions(opts...),
 	)
+	operatorServiceListLeasesHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceListLeasesProcedure,
+		svc.ListLeases,
+		connect.WithSchema(operatorServiceMethods.ByName("ListLeases")),
+		connect.WithHandlerOptions(opts...),
+	)
+	operatorServiceShowLeaseHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceShowLeaseProcedure,
+		svc.ShowLease,
+		connect.WithSchema(operatorServiceMethods.ByName("ShowLease")),
+		connect.WithHandlerOptions(opts...),
+	)
 	operatorServiceShowRealmHandler := connect.NewUnaryHandlerSimple(
 		OperatorServiceShowRealmProcedure,
 		svc.ShowRealm,
@@ -891,6 +1028,10 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 			operatorServiceResolveHandler.ServeHTTP(w, r)
 		case OperatorServiceRevokeLeaseProcedure:
 			operatorServiceRevokeLeaseHandler.ServeHTTP(w, r)
+		case OperatorServiceListLeasesProcedure:
+			operatorServiceListLeasesHandler.ServeHTTP(w, r)
+		case OperatorServiceShowLeaseProcedure:
+			operatorServiceShowLeaseHandler.ServeHTTP(w, r)
 		case OperatorServiceShowRealmProcedure:
 			operatorServiceShowRealmHandler.ServeHTTP(w, r)
 		case OperatorServiceRotateRealmProcedure:
@@ -910,6 +1051,14 @@ func (UnimplementedOperatorServiceHandler) Resolve(context.Context, *v1.ResolveR
 
 func (UnimplementedOperatorServiceHandler) RevokeLease(context.Context, *v1.RevokeLeaseRequest) (*v1.RevokeLeaseResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.RevokeLease is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) ListLeases(context.Context, *v1.ListLeasesRequest) (*v1.ListLeasesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.ListLeases is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) ShowLease(context.Context, *v1.ShowLeaseRequest) (*v1.ShowLeaseResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.ShowLease is not implemented"))
 }
 
 func (UnimplementedOperatorServiceHandler) ShowRealm(context.Context, *v1.ShowRealmRequest) (*v1.ShowRealmResponse, error) {
