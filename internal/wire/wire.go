@@ -125,7 +125,12 @@ func RecordToProto(r ledger.Record) *leasegatev1.EffectRecord {
 		ParamsDigest: r.ParamsDigest, ApprovalDigest: r.ApprovalDigest,
 		Precondition:  &leasegatev1.Observation{Digest: r.Precondition.Digest, ObservedAt: TS(r.Precondition.At), DetailJson: string(r.Precondition.Detail)},
 		ProposedEpoch: r.ProposedEpoch, Epoch: r.Epoch, Owner: r.Owner, Attempts: int64(r.Attempts), DispatchId: r.DispatchID,
-		DispatchedAt: TS(r.DispatchedAt), Evidence: EvidenceToProto(r.Evidence), Seq: r.Seq, Revision: r.Revision}
+		DispatchedAt: TS(r.DispatchedAt), Evidence: EvidenceToProto(r.Evidence), Seq: r.Seq, Revision: r.Revision,
+		AuthorizedAt: TS(r.AuthorizedAt)}
+	if a := r.Answer; a != nil {
+		out.Answer = &leasegatev1.Answer{DispatchId: a.DispatchID, Epoch: a.Epoch, Owner: a.Owner, To: string(a.To), Reason: a.Reason,
+			Evidence: EvidenceToProto(a.Evidence), At: TS(a.At)}
+	}
 	if a := r.Approval; a != nil {
 		out.Approval = &leasegatev1.Approval{Approver: a.Approver, ParamsDigest: a.ParamsDigest, PreconditionDigest: a.PreconditionDigest,
 			At: TS(a.At), Note: a.Note, Policy: a.Policy}
@@ -207,7 +212,11 @@ func RecordFromProto(p *leasegatev1.EffectRecord) ledger.Record {
 			Detail: raw(p.GetPrecondition().GetDetailJson())},
 		ProposedEpoch: p.GetProposedEpoch(), Epoch: p.GetEpoch(), Owner: p.GetOwner(), Attempts: int(p.GetAttempts()),
 		DispatchID: p.GetDispatchId(), DispatchedAt: TSFrom(p.GetDispatchedAt()), Evidence: evidenceFrom(p.GetEvidence()),
-		Seq: p.GetSeq(), Revision: p.GetRevision()}
+		Seq: p.GetSeq(), Revision: p.GetRevision(), AuthorizedAt: TSFrom(p.GetAuthorizedAt())}
+	if a := p.GetAnswer(); a != nil {
+		r.Answer = &ledger.Answer{DispatchID: a.GetDispatchId(), Epoch: a.GetEpoch(), Owner: a.GetOwner(), To: ledger.State(a.GetTo()),
+			Reason: a.GetReason(), Evidence: evidenceFrom(a.GetEvidence()), At: TSFrom(a.GetAt())}
+	}
 	if a := p.GetApproval(); a != nil {
 		r.Approval = &ledger.Approval{Approver: a.GetApprover(), ParamsDigest: a.GetParamsDigest(),
 			PreconditionDigest: a.GetPreconditionDigest(), Policy: a.GetPolicy(), At: TSFrom(a.GetAt()), Note: a.GetNote()}

@@ -2123,8 +2123,14 @@ type EffectRecord struct {
 	Evidence       *Evidence              `protobuf:"bytes,16,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	Seq            int64                  `protobuf:"varint,17,opt,name=seq,proto3" json:"seq,omitempty"`
 	Revision       int64                  `protobuf:"varint,18,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When Authorize recorded the approval (the ledger's clock): its
+	// validity runs from here.
+	AuthorizedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=authorized_at,json=authorizedAt,proto3" json:"authorized_at,omitempty"`
+	// An answer to dispatch dispatch_id that its owner could no longer
+	// record; the next owner's Reconcile settles the record from it.
+	Answer        *Answer `protobuf:"bytes,20,opt,name=answer,proto3" json:"answer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EffectRecord) Reset() {
@@ -2283,6 +2289,116 @@ func (x *EffectRecord) GetRevision() int64 {
 	return 0
 }
 
+func (x *EffectRecord) GetAuthorizedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AuthorizedAt
+	}
+	return nil
+}
+
+func (x *EffectRecord) GetAnswer() *Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+// Answer is a provider's answer to one dispatch, kept on its record
+// because the dispatching grant stopped being current while it was in
+// flight.
+type Answer struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DispatchId string                 `protobuf:"bytes,1,opt,name=dispatch_id,json=dispatchId,proto3" json:"dispatch_id,omitempty"`
+	Epoch      int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Owner      string                 `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"`
+	// What the dispatch would have recorded: CONFIRMED, FAILED or UNKNOWN.
+	To            string                 `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Evidence      *Evidence              `protobuf:"bytes,6,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Answer) Reset() {
+	*x = Answer{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Answer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Answer) ProtoMessage() {}
+
+func (x *Answer) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Answer.ProtoReflect.Descriptor instead.
+func (*Answer) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *Answer) GetDispatchId() string {
+	if x != nil {
+		return x.DispatchId
+	}
+	return ""
+}
+
+func (x *Answer) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Answer) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *Answer) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *Answer) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Answer) GetEvidence() *Evidence {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
+func (x *Answer) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
 // Transition is one journal entry of an operation.
 type Transition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2303,7 +2419,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2431,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2444,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Transition) GetSeq() int64 {
@@ -2420,7 +2536,7 @@ type ProposeRequest struct {
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2432,7 +2548,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2445,7 +2561,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProposeRequest) GetGrant() *Grant {
@@ -2485,7 +2601,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2613,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2626,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProposeResponse) GetRecord() *EffectRecord {
@@ -2530,7 +2646,7 @@ type DispatchRequest struct {
 
 func (x *DispatchRequest) Reset() {
 	*x = DispatchRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2658,7 @@ func (x *DispatchRequest) String() string {
 func (*DispatchRequest) ProtoMessage() {}
 
 func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2671,7 @@ func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DispatchRequest) GetGrant() *Grant {
@@ -2581,7 +2697,7 @@ type DispatchResponse struct {
 
 func (x *DispatchResponse) Reset() {
 	*x = DispatchResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +2709,7 @@ func (x *DispatchResponse) String() string {
 func (*DispatchResponse) ProtoMessage() {}
 
 func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +2722,7 @@ func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DispatchResponse) GetRecord() *EffectRecord {
@@ -2627,7 +2743,7 @@ type GetRecordRequest struct {
 
 func (x *GetRecordRequest) Reset() {
 	*x = GetRecordRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2755,7 @@ func (x *GetRecordRequest) String() string {
 func (*GetRecordRequest) ProtoMessage() {}
 
 func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2768,7 @@ func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetRecordRequest) GetTenant() string {
@@ -2686,7 +2802,7 @@ type GetRecordResponse struct {
 
 func (x *GetRecordResponse) Reset() {
 	*x = GetRecordResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2814,7 @@ func (x *GetRecordResponse) String() string {
 func (*GetRecordResponse) ProtoMessage() {}
 
 func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2827,7 @@ func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordResponse.ProtoReflect.Descriptor instead.
 func (*GetRecordResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetRecordResponse) GetRecord() *EffectRecord {
@@ -2740,7 +2856,7 @@ type ListRecordsRequest struct {
 
 func (x *ListRecordsRequest) Reset() {
 	*x = ListRecordsRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +2868,7 @@ func (x *ListRecordsRequest) String() string {
 func (*ListRecordsRequest) ProtoMessage() {}
 
 func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +2881,7 @@ func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListRecordsRequest) GetTenant() string {
@@ -2798,7 +2914,7 @@ type ListRecordsResponse struct {
 
 func (x *ListRecordsResponse) Reset() {
 	*x = ListRecordsResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2810,7 +2926,7 @@ func (x *ListRecordsResponse) String() string {
 func (*ListRecordsResponse) ProtoMessage() {}
 
 func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2823,7 +2939,7 @@ func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListRecordsResponse) GetRecords() []*EffectRecord {
@@ -2842,7 +2958,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2970,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2983,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReconcileRequest) GetGrant() *Grant {
@@ -2886,7 +3002,7 @@ type ReconcileResponse struct {
 
 func (x *ReconcileResponse) Reset() {
 	*x = ReconcileResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3014,7 @@ func (x *ReconcileResponse) String() string {
 func (*ReconcileResponse) ProtoMessage() {}
 
 func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3027,7 @@ func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReconcileResponse) GetRecords() []*EffectRecord {
@@ -2938,7 +3054,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3066,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3079,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AuthorizeRequest) GetTenant() string {
@@ -3024,7 +3140,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3152,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3165,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AuthorizeResponse) GetRecord() *EffectRecord {
@@ -3071,7 +3187,7 @@ type RejectRequest struct {
 
 func (x *RejectRequest) Reset() {
 	*x = RejectRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3083,7 +3199,7 @@ func (x *RejectRequest) String() string {
 func (*RejectRequest) ProtoMessage() {}
 
 func (x *RejectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3096,7 +3212,7 @@ func (x *RejectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRequest.ProtoReflect.Descriptor instead.
 func (*RejectRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RejectRequest) GetTenant() string {
@@ -3136,7 +3252,7 @@ type RejectResponse struct {
 
 func (x *RejectResponse) Reset() {
 	*x = RejectResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3264,7 @@ func (x *RejectResponse) String() string {
 func (*RejectResponse) ProtoMessage() {}
 
 func (x *RejectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3277,7 @@ func (x *RejectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectResponse.ProtoReflect.Descriptor instead.
 func (*RejectResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RejectResponse) GetRecord() *EffectRecord {
@@ -3187,7 +3303,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3199,7 +3315,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3212,7 +3328,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ResolveRequest) GetTenant() string {
@@ -3266,7 +3382,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3278,7 +3394,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3291,7 +3407,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResolveResponse) GetRecord() *EffectRecord {
@@ -3311,7 +3427,7 @@ type RevokeLeaseRequest struct {
 
 func (x *RevokeLeaseRequest) Reset() {
 	*x = RevokeLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3323,7 +3439,7 @@ func (x *RevokeLeaseRequest) String() string {
 func (*RevokeLeaseRequest) ProtoMessage() {}
 
 func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3336,7 +3452,7 @@ func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RevokeLeaseRequest) GetLease() string {
@@ -3357,7 +3473,7 @@ type RevokeLeaseResponse struct {
 
 func (x *RevokeLeaseResponse) Reset() {
 	*x = RevokeLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3369,7 +3485,7 @@ func (x *RevokeLeaseResponse) String() string {
 func (*RevokeLeaseResponse) ProtoMessage() {}
 
 func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3382,7 +3498,7 @@ func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RevokeLeaseResponse) GetRevoked() *LeaseInfo {
@@ -3412,7 +3528,7 @@ type LeaseInfo struct {
 
 func (x *LeaseInfo) Reset() {
 	*x = LeaseInfo{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3540,7 @@ func (x *LeaseInfo) String() string {
 func (*LeaseInfo) ProtoMessage() {}
 
 func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3553,7 @@ func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseInfo.ProtoReflect.Descriptor instead.
 func (*LeaseInfo) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *LeaseInfo) GetLease() string {
@@ -3496,7 +3612,7 @@ type LeaseTask struct {
 
 func (x *LeaseTask) Reset() {
 	*x = LeaseTask{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3624,7 @@ func (x *LeaseTask) String() string {
 func (*LeaseTask) ProtoMessage() {}
 
 func (x *LeaseTask) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3637,7 @@ func (x *LeaseTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseTask.ProtoReflect.Descriptor instead.
 func (*LeaseTask) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *LeaseTask) GetTenant() string {
@@ -3560,7 +3676,7 @@ type ListLeasesRequest struct {
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3572,7 +3688,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3585,7 +3701,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
 }
 
 type ListLeasesResponse struct {
@@ -3597,7 +3713,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3725,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3738,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListLeasesResponse) GetLeases() []*LeaseInfo {
@@ -3642,7 +3758,7 @@ type ShowLeaseRequest struct {
 
 func (x *ShowLeaseRequest) Reset() {
 	*x = ShowLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3770,7 @@ func (x *ShowLeaseRequest) String() string {
 func (*ShowLeaseRequest) ProtoMessage() {}
 
 func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3783,7 @@ func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ShowLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ShowLeaseRequest) GetLease() string {
@@ -3686,7 +3802,7 @@ type ShowLeaseResponse struct {
 
 func (x *ShowLeaseResponse) Reset() {
 	*x = ShowLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3698,7 +3814,7 @@ func (x *ShowLeaseResponse) String() string {
 func (*ShowLeaseResponse) ProtoMessage() {}
 
 func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3711,7 +3827,7 @@ func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ShowLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ShowLeaseResponse) GetLease() *LeaseInfo {
@@ -3729,7 +3845,7 @@ type ShowRealmRequest struct {
 
 func (x *ShowRealmRequest) Reset() {
 	*x = ShowRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3857,7 @@ func (x *ShowRealmRequest) String() string {
 func (*ShowRealmRequest) ProtoMessage() {}
 
 func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3870,7 @@ func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmRequest.ProtoReflect.Descriptor instead.
 func (*ShowRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
 }
 
 type ShowRealmResponse struct {
@@ -3772,7 +3888,7 @@ type ShowRealmResponse struct {
 
 func (x *ShowRealmResponse) Reset() {
 	*x = ShowRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +3900,7 @@ func (x *ShowRealmResponse) String() string {
 func (*ShowRealmResponse) ProtoMessage() {}
 
 func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +3913,7 @@ func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmResponse.ProtoReflect.Descriptor instead.
 func (*ShowRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ShowRealmResponse) GetRealm() string {
@@ -3839,7 +3955,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +3967,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +3980,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Origin) GetRealm() string {
@@ -3910,7 +4026,7 @@ type RotateRealmRequest struct {
 
 func (x *RotateRealmRequest) Reset() {
 	*x = RotateRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4038,7 @@ func (x *RotateRealmRequest) String() string {
 func (*RotateRealmRequest) ProtoMessage() {}
 
 func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4051,7 @@ func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmRequest.ProtoReflect.Descriptor instead.
 func (*RotateRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
 }
 
 type RotateRealmResponse struct {
@@ -3947,7 +4063,7 @@ type RotateRealmResponse struct {
 
 func (x *RotateRealmResponse) Reset() {
 	*x = RotateRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4075,7 @@ func (x *RotateRealmResponse) String() string {
 func (*RotateRealmResponse) ProtoMessage() {}
 
 func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4088,7 @@ func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmResponse.ProtoReflect.Descriptor instead.
 func (*RotateRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RotateRealmResponse) GetRealm() string {
@@ -4123,7 +4239,7 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x13precondition_digest\x18\x03 \x01(\tR\x12preconditionDigest\x12*\n" +
 	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04note\x18\x05 \x01(\tR\x04note\x12\x16\n" +
-	"\x06policy\x18\x06 \x01(\tR\x06policy\"\x90\x05\n" +
+	"\x06policy\x18\x06 \x01(\tR\x06policy\"\xff\x05\n" +
 	"\fEffectRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
@@ -4144,7 +4260,18 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\rdispatched_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\fdispatchedAt\x122\n" +
 	"\bevidence\x18\x10 \x01(\v2\x16.leasegate.v1.EvidenceR\bevidence\x12\x10\n" +
 	"\x03seq\x18\x11 \x01(\x03R\x03seq\x12\x1a\n" +
-	"\brevision\x18\x12 \x01(\x03R\brevision\"\xae\x02\n" +
+	"\brevision\x18\x12 \x01(\x03R\brevision\x12?\n" +
+	"\rauthorized_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fauthorizedAt\x12,\n" +
+	"\x06answer\x18\x14 \x01(\v2\x14.leasegate.v1.AnswerR\x06answer\"\xdd\x01\n" +
+	"\x06Answer\x12\x1f\n" +
+	"\vdispatch_id\x18\x01 \x01(\tR\n" +
+	"dispatchId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05owner\x18\x03 \x01(\tR\x05owner\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x122\n" +
+	"\bevidence\x18\x06 \x01(\v2\x16.leasegate.v1.EvidenceR\bevidence\x12*\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xae\x02\n" +
 	"\n" +
 	"Transition\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n" +
@@ -4297,7 +4424,7 @@ func file_leasegate_v1_leasegate_proto_rawDescGZIP() []byte {
 	return file_leasegate_v1_leasegate_proto_rawDescData
 }
 
-var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*Refusal)(nil),                // 0: leasegate.v1.Refusal
 	(*Grant)(nil),                  // 1: leasegate.v1.Grant
@@ -4335,47 +4462,48 @@ var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*Evidence)(nil),               // 33: leasegate.v1.Evidence
 	(*Approval)(nil),               // 34: leasegate.v1.Approval
 	(*EffectRecord)(nil),           // 35: leasegate.v1.EffectRecord
-	(*Transition)(nil),             // 36: leasegate.v1.Transition
-	(*ProposeRequest)(nil),         // 37: leasegate.v1.ProposeRequest
-	(*ProposeResponse)(nil),        // 38: leasegate.v1.ProposeResponse
-	(*DispatchRequest)(nil),        // 39: leasegate.v1.DispatchRequest
-	(*DispatchResponse)(nil),       // 40: leasegate.v1.DispatchResponse
-	(*GetRecordRequest)(nil),       // 41: leasegate.v1.GetRecordRequest
-	(*GetRecordResponse)(nil),      // 42: leasegate.v1.GetRecordResponse
-	(*ListRecordsRequest)(nil),     // 43: leasegate.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),    // 44: leasegate.v1.ListRecordsResponse
-	(*ReconcileRequest)(nil),       // 45: leasegate.v1.ReconcileRequest
-	(*ReconcileResponse)(nil),      // 46: leasegate.v1.ReconcileResponse
-	(*AuthorizeRequest)(nil),       // 47: leasegate.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),      // 48: leasegate.v1.AuthorizeResponse
-	(*RejectRequest)(nil),          // 49: leasegate.v1.RejectRequest
-	(*RejectResponse)(nil),         // 50: leasegate.v1.RejectResponse
-	(*ResolveRequest)(nil),         // 51: leasegate.v1.ResolveRequest
-	(*ResolveResponse)(nil),        // 52: leasegate.v1.ResolveResponse
-	(*RevokeLeaseRequest)(nil),     // 53: leasegate.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),    // 54: leasegate.v1.RevokeLeaseResponse
-	(*LeaseInfo)(nil),              // 55: leasegate.v1.LeaseInfo
-	(*LeaseTask)(nil),              // 56: leasegate.v1.LeaseTask
-	(*ListLeasesRequest)(nil),      // 57: leasegate.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),     // 58: leasegate.v1.ListLeasesResponse
-	(*ShowLeaseRequest)(nil),       // 59: leasegate.v1.ShowLeaseRequest
-	(*ShowLeaseResponse)(nil),      // 60: leasegate.v1.ShowLeaseResponse
-	(*ShowRealmRequest)(nil),       // 61: leasegate.v1.ShowRealmRequest
-	(*ShowRealmResponse)(nil),      // 62: leasegate.v1.ShowRealmResponse
-	(*Origin)(nil),                 // 63: leasegate.v1.Origin
-	(*RotateRealmRequest)(nil),     // 64: leasegate.v1.RotateRealmRequest
-	(*RotateRealmResponse)(nil),    // 65: leasegate.v1.RotateRealmResponse
-	(*durationpb.Duration)(nil),    // 66: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 67: google.protobuf.Timestamp
+	(*Answer)(nil),                 // 36: leasegate.v1.Answer
+	(*Transition)(nil),             // 37: leasegate.v1.Transition
+	(*ProposeRequest)(nil),         // 38: leasegate.v1.ProposeRequest
+	(*ProposeResponse)(nil),        // 39: leasegate.v1.ProposeResponse
+	(*DispatchRequest)(nil),        // 40: leasegate.v1.DispatchRequest
+	(*DispatchResponse)(nil),       // 41: leasegate.v1.DispatchResponse
+	(*GetRecordRequest)(nil),       // 42: leasegate.v1.GetRecordRequest
+	(*GetRecordResponse)(nil),      // 43: leasegate.v1.GetRecordResponse
+	(*ListRecordsRequest)(nil),     // 44: leasegate.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),    // 45: leasegate.v1.ListRecordsResponse
+	(*ReconcileRequest)(nil),       // 46: leasegate.v1.ReconcileRequest
+	(*ReconcileResponse)(nil),      // 47: leasegate.v1.ReconcileResponse
+	(*AuthorizeRequest)(nil),       // 48: leasegate.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),      // 49: leasegate.v1.AuthorizeResponse
+	(*RejectRequest)(nil),          // 50: leasegate.v1.RejectRequest
+	(*RejectResponse)(nil),         // 51: leasegate.v1.RejectResponse
+	(*ResolveRequest)(nil),         // 52: leasegate.v1.ResolveRequest
+	(*ResolveResponse)(nil),        // 53: leasegate.v1.ResolveResponse
+	(*RevokeLeaseRequest)(nil),     // 54: leasegate.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),    // 55: leasegate.v1.RevokeLeaseResponse
+	(*LeaseInfo)(nil),              // 56: leasegate.v1.LeaseInfo
+	(*LeaseTask)(nil),              // 57: leasegate.v1.LeaseTask
+	(*ListLeasesRequest)(nil),      // 58: leasegate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),     // 59: leasegate.v1.ListLeasesResponse
+	(*ShowLeaseRequest)(nil),       // 60: leasegate.v1.ShowLeaseRequest
+	(*ShowLeaseResponse)(nil),      // 61: leasegate.v1.ShowLeaseResponse
+	(*ShowRealmRequest)(nil),       // 62: leasegate.v1.ShowRealmRequest
+	(*ShowRealmResponse)(nil),      // 63: leasegate.v1.ShowRealmResponse
+	(*Origin)(nil),                 // 64: leasegate.v1.Origin
+	(*RotateRealmRequest)(nil),     // 65: leasegate.v1.RotateRealmRequest
+	(*RotateRealmResponse)(nil),    // 66: leasegate.v1.RotateRealmResponse
+	(*durationpb.Duration)(nil),    // 67: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 68: google.protobuf.Timestamp
 }
 var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	18, // 0: leasegate.v1.Refusal.holder:type_name -> leasegate.v1.Ownership
-	66, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
-	66, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
-	66, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
-	67, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
-	66, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
-	66, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	67, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
+	67, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
+	67, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
+	68, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
+	67, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
+	67, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
 	2,  // 7: leasegate.v1.OpenSessionResponse.session:type_name -> leasegate.v1.Session
 	3,  // 8: leasegate.v1.OpenSessionResponse.renewal:type_name -> leasegate.v1.Renewal
 	3,  // 9: leasegate.v1.RenewSessionResponse.renewal:type_name -> leasegate.v1.Renewal
@@ -4389,92 +4517,96 @@ var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	1,  // 17: leasegate.v1.CommitRequest.grant:type_name -> leasegate.v1.Grant
 	26, // 18: leasegate.v1.CommitResponse.receipt:type_name -> leasegate.v1.Receipt
 	29, // 19: leasegate.v1.GetStateResponse.state:type_name -> leasegate.v1.State
-	67, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
-	67, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
-	67, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	68, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
+	68, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
+	68, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
 	31, // 23: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
 	34, // 24: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
 	32, // 25: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
-	67, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	68, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
 	33, // 27: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
-	33, // 28: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
-	67, // 29: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
-	1,  // 30: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
-	31, // 31: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
-	32, // 32: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
-	35, // 33: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
-	1,  // 34: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 35: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 36: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
-	36, // 37: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
-	35, // 38: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
-	1,  // 39: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 40: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
-	35, // 41: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 42: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
-	33, // 43: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
-	35, // 44: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
-	55, // 45: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
-	56, // 46: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
-	55, // 47: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
-	55, // 48: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
-	63, // 49: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
-	67, // 50: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
-	4,  // 51: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
-	6,  // 52: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
-	8,  // 53: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
-	10, // 54: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
-	12, // 55: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
-	14, // 56: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
-	16, // 57: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
-	19, // 58: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	21, // 59: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	23, // 60: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	25, // 61: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
-	28, // 62: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
-	37, // 63: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
-	39, // 64: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
-	41, // 65: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	43, // 66: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	45, // 67: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
-	47, // 68: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	49, // 69: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	51, // 70: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	53, // 71: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	57, // 72: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
-	59, // 73: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
-	61, // 74: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	64, // 75: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 76: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 77: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 78: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 79: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 80: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 81: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	17, // 82: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
-	20, // 83: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	22, // 84: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	24, // 85: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	27, // 86: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	30, // 87: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	38, // 88: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	40, // 89: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	42, // 90: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	44, // 91: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	46, // 92: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	48, // 93: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	50, // 94: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	52, // 95: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	54, // 96: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	58, // 97: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
-	60, // 98: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
-	62, // 99: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	65, // 100: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	76, // [76:101] is the sub-list for method output_type
-	51, // [51:76] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	68, // 28: leasegate.v1.EffectRecord.authorized_at:type_name -> google.protobuf.Timestamp
+	36, // 29: leasegate.v1.EffectRecord.answer:type_name -> leasegate.v1.Answer
+	33, // 30: leasegate.v1.Answer.evidence:type_name -> leasegate.v1.Evidence
+	68, // 31: leasegate.v1.Answer.at:type_name -> google.protobuf.Timestamp
+	33, // 32: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
+	68, // 33: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	1,  // 34: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
+	31, // 35: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
+	32, // 36: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
+	35, // 37: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
+	1,  // 38: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 39: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 40: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
+	37, // 41: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
+	35, // 42: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
+	1,  // 43: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 44: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
+	35, // 45: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 46: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
+	33, // 47: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
+	35, // 48: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
+	56, // 49: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
+	57, // 50: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
+	56, // 51: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
+	56, // 52: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
+	64, // 53: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
+	68, // 54: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
+	4,  // 55: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
+	6,  // 56: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
+	8,  // 57: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
+	10, // 58: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
+	12, // 59: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
+	14, // 60: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
+	16, // 61: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
+	19, // 62: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	21, // 63: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	23, // 64: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	25, // 65: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
+	28, // 66: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
+	38, // 67: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
+	40, // 68: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
+	42, // 69: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	44, // 70: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	46, // 71: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
+	48, // 72: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	50, // 73: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	52, // 74: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	54, // 75: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	58, // 76: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	60, // 77: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	62, // 78: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	65, // 79: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 80: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 81: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 82: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 83: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 84: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 85: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 86: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 87: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 88: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 89: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 90: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 91: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	39, // 92: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	41, // 93: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	43, // 94: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	45, // 95: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	47, // 96: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	49, // 97: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	51, // 98: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	53, // 99: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	55, // 100: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	59, // 101: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	61, // 102: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	63, // 103: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	66, // 104: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	80, // [80:105] is the sub-list for method output_type
+	55, // [55:80] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_leasegate_v1_leasegate_proto_init() }
@@ -4488,7 +4620,7 @@ func file_leasegate_v1_leasegate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leasegate_v1_leasegate_proto_rawDesc), len(file_leasegate_v1_leasegate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   66,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
