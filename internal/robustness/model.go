@@ -19,6 +19,7 @@ package robustness
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/anishathalye/porcupine"
@@ -71,6 +72,7 @@ type Output struct {
 	Holder      string // busy: the holder's owner and lease
 	Version     int64  // commit: committed version; read: the version read
 	Value       string // read: the value read
+	Revision    int64  // commit: the receipt's revision (checked against etcd by Workload.Verify)
 }
 
 // State is one task as the model sees it. It is a comparable value.
@@ -81,16 +83,23 @@ type State struct {
 	Held       bool // the owner key of that grant exists
 	Version    int64
 	Value      string
-	Ops        string // "|op=value|" for every recorded operation
+	Ops        string // "|op=value@version|" for every recorded operation
 }
 
-func (s State) recorded(op string) (value string, ok bool) {
+// recorded is the value and committed version of op's record.
+func (s State) recorded(op string) (value string, version int64, ok bool) {
 	i := strings.Index(s.Ops, "|"+op+"=")
 	if i < 0 {
-		return "", false
+		return "", 0, false
 	}
 	rest := s.Ops[i+len(op)+2:]
-	return rest[:strings.IndexByte(rest, '|')], true
+	rec := rest[:strings.IndexByte(rest, '|')]
+	at := strings.LastIndexByte(rec, '@')
+	version, err := strconv.ParseInt(rec[at+1:], 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("robustness: operation record %q", rec))
+	}
+	return rec[:at], version, true
 }
 
 // current is whether a grant (epoch, owner) is the newest one.
@@ -207,8 +216,9 @@ func step(s State, in Input, out Output) []State {
 			}
 			return nil
 		}
-		if v, ok := s.recorded(in.Operation); ok {
-			if (v == in.Value && d == coordinator.HistoricalRetry) || (v != in.Value && d == coordinator.OperationConflict) {
+		if v, version, ok := s.recorded(in.Operation); ok {
+			// A retry is answered with the original receipt: its version.
+			if (v == in.Value && d == coordinator.HistoricalRetry && out.Version == version) || (v != in.Value && d == coordinator.OperationConflict) {
 				return []State{s}
 			}
 			return nil
@@ -221,7 +231,7 @@ func step(s State, in Input, out Output) []State {
 		}
 		if d == coordinator.Committed && out.Version == in.Expected+1 {
 			s.Version, s.Value = in.Expected+1, in.Value
-			s.Ops += in.Operation + "=" + in.Value + "|"
+			s.Ops += fmt.Sprintf("%s=%s@%d|", in.Operation, in.Value, s.Version)
 			return []State{s}
 		}
 	case Read:

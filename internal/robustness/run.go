@@ -16,12 +16,17 @@ type Scenario struct {
 	Name    string
 	Faults  []string      // injected in order; with Random, drawn from these (all if empty)
 	Random  time.Duration // if set: random faults for this long instead of the sequence
-	Clients int           // default 8
-	Tasks   int           // default 3
-	TTL     time.Duration // default 2 s
-	Calm    time.Duration // workload time before, between and after faults (default 500 ms)
-	Hold    time.Duration // how long each fault lasts (default 1 s)
-	Commit  CommitFunc    // default FencedCommit
+	Clients int           // in-process clients (default 8; none if GatewayClients is set and Clients is not)
+	// GatewayClients go through GatewayReplicas gateway replicas (default
+	// 2 when there are gateway clients); with Random and no Faults, the
+	// gateway's faults are drawn too.
+	GatewayClients  int
+	GatewayReplicas int
+	Tasks           int           // default 3
+	TTL             time.Duration // default 2 s
+	Calm            time.Duration // workload time before, between and after faults (default 500 ms)
+	Hold            time.Duration // how long each fault lasts (default 1 s)
+	Commit          CommitFunc    // default FencedCommit
 	// OpTimeout bounds each call (default 3 s); longer lets a stalled
 	// request be answered after its stall.
 	OpTimeout time.Duration
@@ -45,8 +50,11 @@ const checkTimeout = 2 * time.Minute
 
 // Run runs sc on cl (three members, fresh prefix per run).
 func Run(ctx context.Context, cl *embedtest.Cluster, sc Scenario) (Result, error) {
-	if sc.Clients == 0 {
+	if sc.Clients == 0 && sc.GatewayClients == 0 {
 		sc.Clients = 8
+	}
+	if sc.GatewayClients > 0 && sc.GatewayReplicas == 0 {
+		sc.GatewayReplicas = 2
 	}
 	if sc.Tasks == 0 {
 		sc.Tasks = 3
@@ -65,7 +73,16 @@ func Run(ctx context.Context, cl *embedtest.Cluster, sc Scenario) (Result, error
 	}
 	h := NewHistory()
 	w := &Workload{Cluster: cl, History: h, Prefix: fmt.Sprintf("/robustness/%s/%d", sc.Name, sc.Seed),
-		Tenant: "t", Clients: sc.Clients, TTL: sc.TTL, Commit: sc.Commit, Seed: sc.Seed, OpTimeout: sc.OpTimeout, IgnoreDeadline: sc.IgnoreDeadline}
+		Tenant: "t", Clients: sc.Clients, TTL: sc.TTL, Commit: sc.Commit, Seed: sc.Seed, OpTimeout: sc.OpTimeout, IgnoreDeadline: sc.IgnoreDeadline,
+		GatewayClients: sc.GatewayClients}
+	if sc.GatewayClients > 0 {
+		g, err := NewGateways(ctx, cl, w.Prefix, w.Tenant, sc.GatewayReplicas, sc.GatewayClients)
+		if err != nil {
+			return Result{}, fmt.Errorf("gateways: %w", err)
+		}
+		defer g.Close()
+		w.Gateway = g
+	}
 	for i := 0; i < sc.Tasks; i++ {
 		w.Tasks = append(w.Tasks, fmt.Sprintf("task-%d", i))
 	}
@@ -83,6 +100,9 @@ func Run(ctx context.Context, cl *embedtest.Cluster, sc Scenario) (Result, error
 		names := sc.Faults
 		if len(names) == 0 {
 			names = FaultNames()
+			if sc.GatewayClients > 0 {
+				names = append(names, GatewayFaultNames()...)
+			}
 		}
 		rng := rand.New(rand.NewSource(sc.Seed))
 		for end := time.Now().Add(sc.Random); ferr == nil && time.Now().Before(end); {
@@ -118,5 +138,9 @@ func Run(ctx context.Context, cl *embedtest.Cluster, sc Scenario) (Result, error
 		return Result{Stats: h.Stats()}, fmt.Errorf("verify: %w", err)
 	}
 	verdict, info := h.Check(checkTimeout)
-	return Result{Stats: h.Stats(), Verdict: verdict, Violations: violations, Info: info, History: h}, nil
+	stats := h.Stats()
+	if w.Gateway != nil {
+		stats.FailedOver = w.Gateway.FailedOver()
+	}
+	return Result{Stats: stats, Verdict: verdict, Violations: violations, Info: info, History: h}, nil
 }
