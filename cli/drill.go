@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"golang.org/x/term"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -52,6 +53,20 @@ on the prefix covers it), which it deletes at the end unless --keep.
 Ownership, fences and the ledger are real etcd; the providers and their time
 are simulated (see docs/drill.md).
 
+With --providers real the failover's providers are real servers started on
+loopback ports for the run — a PostgreSQL 15 primary and streaming standby
+as the database topology, BIND 9 named as the checkout record's authority —
+and trials run one at a time in real time, 20 per design unless --trials
+says otherwise. Promotion is pg_promote on the standby, reconciled from
+pg_is_in_recovery and the timeline; traffic is an RFC 2136 update whose
+prerequisite is the approved record, observed by query. The faults are the
+ones that are real there: the promote's connection cut after send, a worker
+paused in a dispatch window (no steps, no heartbeats: its etcd lease
+expires), an operator's nsupdate mid-incident, the standby shut down at
+dispatch. A fresh standby is cloned (pg_basebackup) before every trial. The
+servers must be installed (make providers, as root); --replay, --scenario,
+--svg and --parallel are for the simulated providers.
+
 Exit codes: 0 the drill passed; 1 it failed (one line on stderr says why);
 2 invalid flags, nothing started; 3 etcd could not be reached (a hold, never
 a pass); 6 etcd refused these credentials or this prefix (permission_denied,
@@ -63,7 +78,9 @@ the role's grant on --prefix).`,
 			"leasegate drill --scenario incident",
 			"leasegate drill --scenario incident --svg incident.svg   # incident-naive.svg, incident-fenced.svg",
 			"leasegate drill --design fenced --replay 7 --svg trial7.svg",
-			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep"),
+			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep",
+			"leasegate drill --providers real                # 20 trials per design on PostgreSQL and BIND",
+			"leasegate drill --providers real --trials 5 --design fenced"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of every trial's faults and timings", Value: defaultDrillSeed},
@@ -73,6 +90,7 @@ the role's grant on --prefix).`,
 			&cli.StringFlag{Name: "svg", Usage: "with --replay or --scenario: draw the trajectory as an SVG timeline in `FILE` (with both designs, FILE-naive.svg and FILE-fenced.svg)"},
 			&cli.StringFlag{Name: "scenario", Usage: "replay a named scenario in both designs, side by side against its clock (incident: seed 003's timeline)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
+			&cli.StringFlag{Name: "providers", Usage: "sim (simulated providers, virtual time) or real (PostgreSQL and BIND on this machine, real time; default 20 trials)", Value: "sim"},
 			metricsAddrFlag(),
 		},
 		Action: drillAction,
@@ -88,6 +106,7 @@ type drillSettings struct {
 	keep     bool
 	trials   int
 	designs  []drill.Design
+	real     bool // --providers real
 }
 
 func drillFlags(c *cli.Context) (drillSettings, error) {
@@ -99,6 +118,21 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		s.designs = []drill.Design{drill.Design(d)}
 	default:
 		return s, coordinator.Invalid("drill", "--design %q: use fenced, naive or both", d)
+	}
+	switch pr := c.String("providers"); pr {
+	case "sim":
+	case "real":
+		s.real = true
+		for _, f := range []string{"replay", "scenario", "svg", "parallel"} {
+			if c.IsSet(f) {
+				return s, coordinator.Invalid("drill", "--%s is for the simulated providers, not --providers real", f)
+			}
+		}
+		if !c.IsSet("trials") {
+			s.trials = drill.DefaultRealTrials
+		}
+	default:
+		return s, coordinator.Invalid("drill", "--providers %q: use sim or real", pr)
 	}
 	s.opts = []drill.Option{drill.WithTrials(s.trials), drill.WithSeed(c.Uint64("seed")),
 		drill.WithParallel(c.Int("parallel")), drill.WithDesigns(s.designs...)}
@@ -178,6 +212,19 @@ func drillAction(c *cli.Context) error {
 
 	prefix := drillPrefix(g.prefix)
 	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
+	var real *drill.RealProviders
+	if s.real {
+		if real, err = drill.StartRealProviders(ctx); err != nil {
+			return &drillFailed{why: "the real providers did not start: " + err.Error()}
+		}
+		defer func() {
+			if err := real.Close(); err != nil {
+				g.lg.Warn("stopping the real providers", zap.Error(err))
+			}
+		}()
+		opts = append(opts, drill.WithRealProviders(real))
+		where += "; real providers (PostgreSQL 15 primary + standby, BIND 9), trials one at a time in real time"
+	}
 	if metrics != nil {
 		opts = append(opts, drill.WithMetrics(metrics))
 	}
@@ -206,8 +253,13 @@ func drillAction(c *cli.Context) error {
 		err = printScenario(g.out, rep)
 	case s.replay >= 0:
 		err = printReplay(g.out, rep)
+	case s.real:
+		st := real.Stats()
+		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+fmt.Sprintf(
+			"\nservers set up in %.1f s; reset before each trial (fresh standby by pg_basebackup, primary crashed, record reset) p50 %.2f s, max %.2f s over %d trials",
+			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds, true)
 	default:
-		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s))
+		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s), drill.FaultKinds, false)
 	}
 	if err != nil {
 		return err
@@ -232,8 +284,12 @@ func drillHeader(c *cli.Context, where, prefix string, s drillSettings) string {
 	if s.keep {
 		keep = "kept"
 	}
+	parallel := c.Int("parallel")
+	if s.real {
+		parallel = 1
+	}
 	return fmt.Sprintf("leasegate drill: seed %d, %d trials per design, %d in parallel, %s, prefix %s (%s)",
-		c.Uint64("seed"), s.trials, c.Int("parallel"), where, prefix, keep)
+		c.Uint64("seed"), s.trials, parallel, where, prefix, keep)
 }
 
 // endpointsEnv is the environment variable the global --endpoints flag
@@ -281,7 +337,10 @@ func drillProgress(w io.Writer, total int) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
 }
 
-func printDrill(p printer, rep *drill.Report, header string) error {
+// printDrill prints the report: faults are the fault kinds to list; real
+// says the trials ran on real providers (no replay: a violation names its
+// trial, and the trajectories are printed after the tables).
+func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.FaultKind, real bool) error {
 	if p.json {
 		return p.result(rep, table{})
 	}
@@ -305,15 +364,16 @@ func printDrill(p printer, rep *drill.Report, header string) error {
 		}
 		summary.rows = append(summary.rows, []string{string(d), fmt.Sprint(r.Trials), fmt.Sprint(faults),
 			fmt.Sprint(r.UnknownOperations), fmt.Sprint(r.Reconciled), fmt.Sprint(r.ManualReview),
-			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds),
-			fmt.Sprintf("%.0f", float64(r.Trials)/max(r.Seconds, 1e-9))})
+			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds), rate(r.Trials, r.Seconds, real)})
 	}
 	graders := table{header: append([]string{"GRADER"}, upper(designs)...)}
 	for _, gr := range drill.Graders {
 		row := []string{string(gr)}
 		for _, d := range designs {
 			cell := fmt.Sprint(rep.Designs[d].Violations[gr])
-			if t, ok := rep.Designs[d].FirstViolation[gr]; ok {
+			if t, ok := rep.Designs[d].FirstViolation[gr]; ok && real {
+				cell += fmt.Sprintf(" (first: trial %d)", t)
+			} else if ok {
 				cell += fmt.Sprintf(" (first: --design %s --replay %d)", d, t)
 			}
 			row = append(row, cell)
@@ -330,7 +390,7 @@ func printDrill(p printer, rep *drill.Report, header string) error {
 			fmt.Sprintf("%d (%d)", r.ResidualStaleCalls, r.ResidualApplied)})
 	}
 	faults := table{header: append([]string{"FAULT (TRIALS WHERE IT FIRED)"}, upper(designs)...)}
-	for _, k := range drill.FaultKinds {
+	for _, k := range faultKinds {
 		row := []string{string(k)}
 		for _, d := range designs {
 			row = append(row, fmt.Sprint(rep.Designs[d].Faults[k]))
@@ -341,7 +401,43 @@ func printDrill(p printer, rep *drill.Report, header string) error {
 	if !rep.Pass {
 		verdict = "FAIL: " + rep.Why
 	}
-	return p.results(header, verdict, fixtures, summary, cost, graders, faults)
+	if err := p.results(header, verdict, fixtures, summary, cost, graders, faults); err != nil || !real {
+		return err
+	}
+	return printViolating(p, rep)
+}
+
+// printViolating prints the trajectory of each design's first trial each
+// grader flagged, with its violations (a real trial cannot be replayed).
+func printViolating(p printer, rep *drill.Report) error {
+	shown := map[*drill.Trajectory]bool{}
+	var b strings.Builder
+	for _, t := range rep.Replayed {
+		first := false
+		for _, n := range rep.Designs[t.Design].FirstViolation {
+			first = first || n == t.Trial
+		}
+		if !first || shown[t] {
+			continue
+		}
+		shown[t] = true
+		b.WriteString("\n" + t.Render(false))
+		for _, v := range drill.Grade(t) {
+			fmt.Fprintf(&b, "VIOLATION %s: %s\n", v.Grader, v.Detail)
+		}
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+// rate is trials per second, with two decimals for real trials (they
+// take seconds each).
+func rate(trials int, seconds float64, real bool) string {
+	r := float64(trials) / max(seconds, 1e-9)
+	if real {
+		return fmt.Sprintf("%.2f", r)
+	}
+	return fmt.Sprintf("%.0f", r)
 }
 
 // secs prints a distribution of simulated seconds.

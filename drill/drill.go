@@ -31,6 +31,7 @@ type config struct {
 	Logger   *zap.Logger
 	Progress func(Progress)
 	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
+	real     *RealProviders        // WithRealProviders (real.go)
 }
 
 // WithTrials sets the number of trials per design (default DefaultTrials).
@@ -233,6 +234,11 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 	if client == nil {
 		return nil, coordinator.Invalid("drill", "nil etcd client")
 	}
+	if cfg.real != nil {
+		if err := checkReal(&cfg); err != nil {
+			return nil, coordinator.Invalid("drill", "%v", err)
+		}
+	}
 	lg := cfg.Logger.Named("drill")
 	fixtures, err := RunFixtures(ctx, client, cfg.Prefix+"/fixtures", lg)
 	if err != nil {
@@ -328,7 +334,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 					firstErr = fmt.Errorf("drill: %s trial %d: %w", d, trial, errors.Join(errs...))
 				}
 				dr.add(traj)
-				if r.cfg.Replay >= 0 {
+				if r.cfg.Replay >= 0 || r.cfg.real != nil { // a real trial cannot be replayed: keep it
 					kept = append(kept, traj)
 				}
 				mu.Unlock()

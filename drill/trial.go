@@ -96,6 +96,9 @@ func trialRNG(seed uint64, trial int) *rand.Rand {
 
 // runTrial runs one trial of one design and returns its trajectory.
 func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Trajectory, []error) {
+	if r.cfg.real != nil {
+		return r.runRealTrial(ctx, design, trial)
+	}
 	rng := trialRNG(r.cfg.Seed, trial)
 	return r.runWorld(ctx, design, trial, newPlan(rng), nil, rng)
 }
