@@ -44,8 +44,8 @@ func TestValuesSurviveTheHop(t *testing.T) {
 		Effect:       ledger.Effect{Kind: "db.promote", Target: "db-b", Params: json.RawMessage(`{"a":1}`), Policy: "p7"},
 		ParamsDigest: "pd", Approval: &ledger.Approval{Approver: "imani", ParamsDigest: "pd", PreconditionDigest: "wd", Policy: "p7", At: at, Note: "n"},
 		ApprovalDigest: "ad", AuthorizedAt: at.Add(time.Second),
-		Precondition:   ledger.Observation{Digest: "wd", At: at, Detail: json.RawMessage(`{"writer":"db-a"}`)},
-		ProposedEpoch:  3, Epoch: 4, Owner: "w1", Attempts: 2, DispatchID: "d-1", DispatchedAt: at.Add(2 * time.Second), Evidence: ev,
+		Precondition:  ledger.Observation{Digest: "wd", At: at, Detail: json.RawMessage(`{"writer":"db-a"}`)},
+		ProposedEpoch: 3, Epoch: 4, Owner: "w1", Attempts: 2, DispatchID: "d-1", DispatchedAt: at.Add(2 * time.Second), Evidence: ev,
 		Answer: &ledger.Answer{DispatchID: "d-1", Epoch: 4, Owner: "w1", To: ledger.Confirmed, Reason: "r", Evidence: ev, At: at},
 		Seq:    5, Revision: 9}
 	if z := zeroFields(reflect.ValueOf(rec), "Record"); len(z) > 0 {
