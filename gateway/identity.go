@@ -77,9 +77,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if r.ContentLength > int64(s.opts.maxMessageBytes) {
-			s.refuseCall(errw, w, r, op, coordinator.Invalid(op, "the request is %d bytes, over the limit of %d", r.ContentLength, s.opts.maxMessageBytes))
+			s.refuseCall(errw, w, r, op, oversized(op, "", r.ContentLength, s.opts.maxMessageBytes))
 			return
 		}
+		s.limitBody(r, op)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, id)))
 	})
 }

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"io"
 	"time"
 
 	"connectrpc.com/connect"
@@ -83,8 +85,11 @@ func (w workers) RenewSession(ctx context.Context, req *leasegatev1.RenewSession
 func (w workers) KeepAlive(ctx context.Context, stream *connect.BidiStream[leasegatev1.KeepAliveRequest, leasegatev1.KeepAliveResponse]) error {
 	for {
 		req, err := stream.Receive()
-		if err != nil {
-			return nil // the worker closed its side (io.EOF) or went away: nothing more is renewed
+		switch {
+		case errors.Is(err, io.EOF) || ctx.Err() != nil:
+			return nil // the worker closed its side or went away: nothing more is renewed
+		case err != nil:
+			return err // a message refused (oversized, unknown fields): nothing renewed for it
 		}
 		r, err := w.s.renew(ctx, req.GetSessionToken())
 		if err != nil {
