@@ -34,8 +34,10 @@ func realProviders(t *testing.T) *drill.RealProviders {
 }
 
 // TestRealProvidersDrill runs a short real-provider drill (the failover on
-// a real PostgreSQL pair and a real BIND server): the fenced design scores
-// zero on every grader, and every trial went through the servers.
+// a real PostgreSQL pair and a real BIND server; LEASEGATE_REAL_TRIALS
+// overrides its 3 trials per design): the fenced design scores zero on
+// every grader, the naive one does not, the faults fired, and every
+// fenced trial went through the servers.
 func TestRealProvidersDrill(t *testing.T) {
 	trials := 3
 	if n, err := strconv.Atoi(os.Getenv("LEASEGATE_REAL_TRIALS")); err == nil && n > 0 {
@@ -59,5 +61,32 @@ func TestRealProvidersDrill(t *testing.T) {
 	t.Logf("faults fenced %+v naive %+v; stats %+v", fenced.Faults, naive.Faults, p.Stats())
 	if fenced.TotalViolations != 0 {
 		t.Fatalf("the fenced design has %d violations on the real providers", fenced.TotalViolations)
+	}
+	if naive.TotalViolations == 0 {
+		t.Errorf("the naive design has no violation on the real providers: the faults did not bite")
+	}
+	// Seed 3's three trials draw every real fault; each must have fired
+	// (faults that never bite prove nothing).
+	for _, k := range drill.RealFaultKinds {
+		if k == drill.FaultPausedAfterClaim || k == drill.FaultTrafficStop {
+			continue // the pause's other windows: not drawn by these trials
+		}
+		if fenced.Faults[k] == 0 {
+			t.Errorf("fault %s never fired in the fenced trials", k)
+		}
+	}
+	// Every fenced trial went through the servers: the standby's own log
+	// shows the promote, and the trial ends on the promoted writer.
+	for _, tr := range rep.Replayed {
+		if tr.Design != drill.Fenced {
+			continue
+		}
+		logged := false
+		for _, e := range tr.Events {
+			logged = logged || (e.Kind == drill.KindCall && e.Effect == "PromoteTarget" && e.Actor == "postgres")
+		}
+		if !logged || tr.FinalWriter != "db-b" {
+			t.Errorf("fenced trial %d: promote in the standby's log %v, final writer %s; want the promoted db-b", tr.Trial, logged, tr.FinalWriter)
+		}
 	}
 }
