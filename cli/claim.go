@@ -70,8 +70,10 @@ func renewCommand() *cli.Command {
 		Usage: "keep a grant's lease alive once, if the grant is still current",
 		Description: example(`Renews the grant's lease for one more TTL, after checking that the grant is
 still the current owner of its task. An expired lease cannot be revived:
-claim again for a new epoch.`,
-			"leasegate renew --grant grant.json"),
+claim again for a new epoch. With --gateway the gateway renews it in answer
+to this call only, for a grant whose owner is your certificate's identity.`,
+			"leasegate renew --grant grant.json",
+			"leasegate --gateway https://gw:7443 --cacert ca.pem --cert w.pem --key w-key.pem renew --grant grant.json"),
 		Flags:  []cli.Flag{grantFlag()},
 		Action: renew,
 	}
@@ -108,9 +110,13 @@ func withGrant(c *cli.Context, done coordinator.Disposition, act func(*coordinat
 	if err != nil {
 		return err
 	}
-	if viaGateway(c) && done == coordinator.Released {
+	if viaGateway(c) {
 		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
-			if err := gw.Release(ctx, g); err != nil {
+			act := gw.Release
+			if done == coordinator.Renewed {
+				act = gw.Renew
+			}
+			if err := act(ctx, g); err != nil {
 				return err
 			}
 			return globalsOf(c).out.result(grantOutput{Disposition: done, Grant: g}, grantTable(done, g))

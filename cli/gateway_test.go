@@ -2,8 +2,11 @@ package cli_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +120,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 
 	before := e.snap(t)
 	for _, args := range [][]string{
-		{"list"}, {"lease", "list"}, {"lease", "show", lease}, {"gc"}, {"run", "--tenant", "acme", "--task", "x", "--owner", "o", "--ttl", "10s", "true"},
+		{"gc"}, {"run", "--tenant", "acme", "--task", "x", "--owner", "o", "--ttl", "10s", "true"},
 		{"watch", "--metrics-addr", "127.0.0.1:0"},
 		{"claim", "--tenant", "acme", "--task", "x", "--owner", "someone-else", "--ttl", "10s"},
 	} {
@@ -139,6 +142,13 @@ type gatewayEnv struct {
 
 func newGatewayEnv(t *testing.T, opts ...gateway.Option) *gatewayEnv {
 	t.Helper()
+	return newGatewayEnvWrapped(t, nil, opts...)
+}
+
+// newGatewayEnvWrapped is newGatewayEnv with the gateway's handler wrapped
+// by wrap (a fault between the CLI and the gateway).
+func newGatewayEnvWrapped(t *testing.T, wrap func(http.Handler) http.Handler, opts ...gateway.Option) *gatewayEnv {
+	t.Helper()
 	e := newEnv(t)
 	certs, err := gateway.WriteDevCerts(t.TempDir(), "test.example", "w1", "op1", "op2")
 	if err != nil {
@@ -159,7 +169,11 @@ func newGatewayEnv(t *testing.T, opts ...gateway.Option) *gatewayEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(srv.Handler())
+	h := srv.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewUnstartedServer(h)
 	ts.EnableHTTP2, ts.TLS = true, tlsCfg
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
@@ -203,5 +217,21 @@ func drop(v any, keys []string) {
 		for _, x := range v {
 			drop(x, keys)
 		}
+	}
+}
+
+// loseAnswers runs the calls to procedures and then, while lose is set,
+// drops their answers (the stream is reset after the gateway acted): what
+// a client sees when the network fails after its request arrived.
+func loseAnswers(lose *atomic.Bool, procedures ...string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			if !lose.Load() || !slices.Contains(procedures, req.URL.Path) {
+				next.ServeHTTP(rw, req)
+				return
+			}
+			next.ServeHTTP(httptest.NewRecorder(), req)
+			panic(http.ErrAbortHandler)
+		})
 	}
 }

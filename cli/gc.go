@@ -27,7 +27,9 @@ guarded Txn:
 A record is "older than the window" once a mark at least --retention old was
 written after it, so the first --apply deletes nothing: schedule it (cron, a
 timer) at an interval well below the window. A large keyspace may need a
-longer --command-timeout. See docs/operations.md (retention).`,
+longer --command-timeout. See docs/operations.md (retention).
+gc does not work through --gateway: it is the deployment's job, run with
+--endpoints and etcd's credentials (docs/gateway.md).`,
 			"leasegate gc",
 			"leasegate gc --retention 72h --apply",
 			"leasegate -o json --command-timeout 1m gc --apply"),
@@ -56,6 +58,11 @@ type gcOutput struct {
 func gc(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
+	}
+	if viaGateway(c) {
+		return coordinator.Invalid(commandName(c), "gc does not work through --gateway: retention deletes records and fences "+
+			"across the whole keyspace, the deployment's maintenance job and no caller's; run it with --endpoints "+
+			"where etcd's credentials are, beside the gateway (docs/gateway.md)")
 	}
 	window := c.Duration("retention")
 	if window < time.Second {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 )
 
@@ -32,8 +33,10 @@ func leaseListCommand() *cli.Command {
 with, the TTL etcd has left on it, and the tasks it holds. A task marked
 "stale:" has an owner key written before the last 'realm rotate': it holds
 nothing. etcdctl's 'lease list' and 'lease timetolive --keys', in tasks and
-owners. It only reads.`,
-			"leasegate lease list", "leasegate -o json lease list | jq -r '.leases[].id'"),
+owners. It only reads. With --gateway it needs an operator certificate of
+every tenant (a lease may hold any tenant's tasks).`,
+			"leasegate lease list", "leasegate -o json lease list | jq -r '.leases[].id'",
+			"leasegate --gateway https://gw:7443 --cacert ca.pem --cert op.pem --key op-key.pem lease list"),
 		Action: leaseList,
 	}
 }
@@ -45,7 +48,9 @@ func leaseShowCommand() *cli.Command {
 		ArgsUsage: "ID | --grant FILE",
 		Description: example(`Shows one lease, named by its ID (hex as printed, or decimal) or by a grant
 file (or claim's output): the same fields as 'lease list'. A lease etcd no
-longer knows — expired or revoked — is expired_owner (exit 1). It only reads.`,
+longer knows — expired or revoked — is expired_owner (exit 1). It only reads.
+With --gateway it needs an operator certificate of every tenant the lease
+holds a task of (else permission_denied, exit 6).`,
 			"leasegate lease show 694d7c7e0c1f4a01", "leasegate lease show --grant grant.json"),
 		Flags:  []cli.Flag{grantFlag()},
 		Action: leaseShow,
@@ -120,16 +125,28 @@ func leaseList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
-		leases, err := co.Leases(ctx)
-		if err != nil {
-			return err
-		}
+	printLeases := func(leases []coordinator.LeaseInfo) error {
 		t := table{header: leaseHeader}
 		for _, li := range leases {
 			t.rows = append(t.rows, leaseRow(li))
 		}
 		return globalsOf(c).out.result(leasesOutput{Disposition: ok, Leases: leases}, t)
+	}
+	if viaGateway(c) {
+		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+			leases, err := gw.Leases(ctx)
+			if err != nil {
+				return err
+			}
+			return printLeases(leases)
+		})
+	}
+	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
+		leases, err := co.Leases(ctx)
+		if err != nil {
+			return err
+		}
+		return printLeases(leases)
 	})
 }
 
@@ -142,12 +159,24 @@ func leaseShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	show := func(li coordinator.LeaseInfo) error {
+		return globalsOf(c).out.result(leaseOutput{Disposition: ok, Lease: li}, table{header: leaseHeader, rows: [][]string{leaseRow(li)}})
+	}
+	if viaGateway(c) {
+		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
+			li, err := gw.Lease(ctx, id)
+			if err != nil {
+				return err
+			}
+			return show(li)
+		})
+	}
 	return withCoordinator(c, reads, func(ctx context.Context, co *coordinator.Coordinator) error {
 		li, err := co.Lease(ctx, id)
 		if err != nil {
 			return err
 		}
-		return globalsOf(c).out.result(leaseOutput{Disposition: ok, Lease: li}, table{header: leaseHeader, rows: [][]string{leaseRow(li)}})
+		return show(li)
 	})
 }
 
