@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
