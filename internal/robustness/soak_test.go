@@ -16,8 +16,17 @@ import (
 // checked: porcupine's search grows with the history.
 const soakRun = 20 * time.Second
 
+// The soak's clients: in-process ones, and ones through two gateway
+// replicas (each behind its own hop), all in one history.
+const (
+	soakClients        = 6
+	soakGatewayClients = 4
+)
+
 // TestSoak runs randomized fault scenarios for SOAK_TIME (make soak; skipped
-// without it) and prints the counts. Every run must be linearizable with
+// without it) and prints the counts: the cluster's and the clients' faults
+// and the gateway's (its hops, a replica killed), with clients in-process
+// and through the gateway. Every run must be linearizable with
 // no violation. A last, short run with the unfenced commit shows the
 // checker still bites.
 func TestSoak(t *testing.T) {
@@ -38,17 +47,16 @@ func TestSoak(t *testing.T) {
 	violations := 0
 	runs := 0
 	for end := time.Now().Add(total); time.Now().Before(end); runs++ {
-		res, err := robustness.Run(ctx, cl, robustness.Scenario{Name: "soak", Random: min(soakRun, time.Until(end))})
+		res, err := robustness.Run(ctx, cl, robustness.Scenario{Name: "soak", Random: min(soakRun, time.Until(end)),
+			Clients: soakClients, GatewayClients: soakGatewayClients, GatewayReplicas: 2,
+			// Every other run, clients act past their local deadline: stale
+			// writes reach the authority, which alone must refuse them.
+			IgnoreDeadline: runs%2 == 1})
 		if err != nil {
 			t.Fatalf("run %d: %v", runs, err)
 		}
 		t.Logf("run %d: %s; verdict %s; violations %v", runs, res.Stats, res.Verdict, res.Violations)
-		sum.Operations += res.Stats.Operations
-		sum.Unknown += res.Stats.Unknown
-		sum.Acknowledged += res.Stats.Acknowledged
-		for k, n := range res.Stats.Faults {
-			sum.Faults[k] += n
-		}
+		sum.Add(res.Stats)
 		verdicts[res.Verdict]++
 		violations += len(res.Violations)
 		if res.Verdict == porcupine.Illegal {
