@@ -57,7 +57,7 @@ type Adapter struct {
 	kind    string
 	server  string
 	zone    string
-	keyFile string
+	key     func() (tsigKey, error) // read at every exchange, so a rotated file takes effect
 	timeout time.Duration
 	now     func() time.Time
 }
@@ -69,7 +69,7 @@ type Option func(*Adapter) error
 func WithKind(kind string) Option {
 	return func(a *Adapter) error {
 		if err := coordinator.CheckLabel("kind", kind); err != nil {
-			return err
+			return config.Invalid("dnsupdate", "kind", "%v", err)
 		}
 		a.kind = kind
 		return nil
@@ -80,7 +80,7 @@ func WithKind(kind string) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(a *Adapter) error {
 		if d <= 0 {
-			return fmt.Errorf("timeout %v must be positive", d)
+			return config.Invalid("dnsupdate", "timeout", "timeout %v must be positive", d)
 		}
 		a.timeout = d
 		return nil
@@ -100,31 +100,67 @@ func WithClock(now func() time.Time) Option {
 
 // New checks the configuration now — when the ledger starts, not at the
 // first dispatch — and returns the adapter: server is host:port with an IP
-// address or a name that resolves, zone a domain name, keyFile a readable
-// TSIG key in BIND's syntax with a supported algorithm. A bad
-// configuration is invalid_input; the secret is never logged nor quoted.
+// address or a name that resolves, zone a domain name, keyFile a readable,
+// private (config.CheckPrivate) TSIG key in BIND's syntax with a supported
+// algorithm. A bad configuration is invalid_input naming the setting
+// (server, zone, tsig_key_file); the secret is never logged nor quoted.
 func New(server, zone, keyFile string, opts ...Option) (*Adapter, error) {
-	a := &Adapter{kind: Kind, server: server, zone: dns.CanonicalName(zone), keyFile: keyFile, timeout: 5 * time.Second, now: time.Now}
+	if _, err := readKey(keyFile); err != nil {
+		return nil, config.Invalid("dnsupdate", "tsig_key_file", "%v", err)
+	}
+	return newAdapter(server, zone, func() (tsigKey, error) { return readKey(keyFile) }, opts)
+}
+
+// Key is a TSIG key given by its name and algorithm, with only its secret
+// (base64, one line, as tsig-keygen prints it) in a file of its own.
+type Key struct {
+	Name       string // the key's name, a domain name ("leasegate-update.")
+	Algorithm  string // hmac-sha1, hmac-sha224, hmac-sha256, hmac-sha384, hmac-sha512
+	SecretFile string // private (config.CheckPrivate); read at every exchange
+}
+
+// NewWithKey is New with the key given as k: name and algorithm in the
+// configuration, the secret in k.SecretFile. Bad settings are
+// invalid_input naming them (tsig_key_name, tsig_algorithm,
+// tsig_secret_file).
+func NewWithKey(server, zone string, k Key, opts ...Option) (*Adapter, error) {
+	if _, ok := dns.IsDomainName(k.Name); !ok || k.Name == "" {
+		return nil, config.Invalid("dnsupdate", "tsig_key_name", "TSIG key name %q is not a domain name", k.Name)
+	}
+	if _, ok := algorithms[strings.ToLower(k.Algorithm)]; !ok {
+		return nil, config.Invalid("dnsupdate", "tsig_algorithm", "TSIG algorithm %q: %s", k.Algorithm, algorithmNames)
+	}
+	load := func() (tsigKey, error) { return secretKey(k) }
+	if _, err := load(); err != nil {
+		return nil, config.Invalid("dnsupdate", "tsig_secret_file", "%v", err)
+	}
+	return newAdapter(server, zone, load, opts)
+}
+
+func newAdapter(server, zone string, key func() (tsigKey, error), opts []Option) (*Adapter, error) {
+	const op = "dnsupdate"
+	a := &Adapter{kind: Kind, server: server, zone: dns.CanonicalName(zone), key: key, timeout: 5 * time.Second, now: time.Now}
 	for _, o := range opts {
 		if err := o(a); err != nil {
-			return nil, coordinator.Invalid("dnsupdate", "%v", err)
+			var fe *config.FieldError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, coordinator.Invalid(op, "%v", err)
 		}
 	}
 	host, port, err := net.SplitHostPort(server)
 	if err != nil || port == "" || host == "" {
-		return nil, coordinator.Invalid("dnsupdate", "server %q: want host:port", server)
+		return nil, config.Invalid(op, "server", "server %q: want host:port", server)
 	}
 	if p, err := net.LookupPort("tcp", port); err != nil || p <= 0 {
-		return nil, coordinator.Invalid("dnsupdate", "server %q: bad port", server)
+		return nil, config.Invalid(op, "server", "server %q: bad port", server)
 	}
 	if err := config.Resolvable(host); err != nil {
-		return nil, coordinator.Invalid("dnsupdate", "server %v", err)
+		return nil, config.Invalid(op, "server", "server %v", err)
 	}
 	if _, ok := dns.IsDomainName(a.zone); !ok || zone == "" {
-		return nil, coordinator.Invalid("dnsupdate", "zone %q is not a domain name", zone)
-	}
-	if _, err := readKey(keyFile); err != nil {
-		return nil, coordinator.Invalid("dnsupdate", "%v", err)
+		return nil, config.Invalid(op, "zone", "zone %q is not a domain name", zone)
 	}
 	return a, nil
 }
@@ -293,7 +329,7 @@ func (a *Adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence,
 	if err != nil {
 		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
 	}
-	key, err := readKey(a.keyFile)
+	key, err := a.key()
 	if err != nil {
 		return ledger.Evidence{}, ledger.Refused(err.Error(), a.said("not sent: "+err.Error()))
 	}
@@ -411,4 +447,31 @@ func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcom
 	}
 	return ledger.Inconclusive, ev, fmt.Errorf("dnsupdate: %s holds %v, neither the approved %v nor the wanted %s, and the server shows no history: %v",
 		now.Name, now.Values, was.Values, rdata(want), herr)
+}
+
+// Probe asks the server for the zone's SOA, signed with the TSIG key:
+// nil when it answers with authority and accepts the key, else an error
+// saying which of those failed (no answer, NOTAUTH for a key it does not
+// know, a signature that does not verify). It changes nothing. `leasegate
+// serve` shows it as the adapter's health.
+func (a *Adapter) Probe(ctx context.Context) error {
+	key, err := a.key()
+	if err != nil {
+		return fmt.Errorf("dnsupdate: %w", err)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion(a.zone, dns.TypeSOA)
+	m.SetTsig(key.name, key.algorithm, 300, time.Now().Unix())
+	r, _, err := a.client(&key).ExchangeContext(ctx, m, a.server)
+	switch {
+	case errors.Is(err, dns.ErrAuth) || errors.Is(err, dns.ErrSig) || errors.Is(err, dns.ErrTime):
+		return fmt.Errorf("dnsupdate: %s refused the TSIG key %s (or its answer's signature does not verify): %w", a.server, key.name, err)
+	case err != nil:
+		return fmt.Errorf("dnsupdate: SOA %s at %s: %w", a.zone, a.server, err)
+	case r.Rcode != dns.RcodeSuccess:
+		return fmt.Errorf("dnsupdate: SOA %s at %s: %s", a.zone, a.server, dns.RcodeToString[r.Rcode])
+	case !r.Authoritative:
+		return fmt.Errorf("dnsupdate: %s is not authoritative for %s", a.server, a.zone)
+	}
+	return nil
 }

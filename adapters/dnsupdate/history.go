@@ -26,7 +26,7 @@ var errNoJournal = errors.New("dnsupdate: the server keeps no incremental histor
 // record an authoritative server keeps of what changed and in which
 // order. An empty history means nothing changed since serial.
 func (a *Adapter) History(ctx context.Context, serial uint32) ([]Step, error) {
-	key, err := readKey(a.keyFile)
+	key, err := a.key()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/leasegate/leasegate/adapters/internal/config"
 )
 
 // tsigKey is a TSIG key as BIND's key files (and nsupdate -k) write it:
@@ -42,6 +44,9 @@ func readKey(path string) (tsigKey, error) {
 	if err != nil {
 		return tsigKey{}, fmt.Errorf("TSIG key file: %w", err)
 	}
+	if err := config.CheckPrivate("TSIG key file", path); err != nil {
+		return tsigKey{}, err
+	}
 	s := string(b)
 	n, a, sec := keyName.FindStringSubmatch(s), keyAlg.FindStringSubmatch(s), keySecret.FindStringSubmatch(s)
 	if n == nil || a == nil || sec == nil {
@@ -49,11 +54,33 @@ func readKey(path string) (tsigKey, error) {
 	}
 	alg, ok := algorithms[strings.ToLower(a[1])]
 	if !ok {
-		return tsigKey{}, fmt.Errorf("TSIG key file %s: algorithm %q: one of hmac-sha1, -sha224, -sha256, -sha384, -sha512", path, a[1])
+		return tsigKey{}, fmt.Errorf("TSIG key file %s: algorithm %q: %s", path, a[1], algorithmNames)
 	}
-	raw, err := base64.StdEncoding.DecodeString(sec[1])
-	if err != nil || len(raw) < 16 {
-		return tsigKey{}, fmt.Errorf("TSIG key file %s: the secret must be base64 of at least 16 bytes", path)
+	if err := checkSecret(sec[1]); err != nil {
+		return tsigKey{}, fmt.Errorf("TSIG key file %s: %w", path, err)
 	}
 	return tsigKey{name: dns.CanonicalName(n[1]), algorithm: alg, secret: sec[1]}, nil
+}
+
+const algorithmNames = "one of hmac-sha1, -sha224, -sha256, -sha384, -sha512"
+
+func checkSecret(s string) error {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(raw) < 16 {
+		return errors.New("the secret must be base64 of at least 16 bytes")
+	}
+	return nil
+}
+
+// secretKey is k with its secret read from k.SecretFile (one line of
+// base64). Its errors never quote the secret.
+func secretKey(k Key) (tsigKey, error) {
+	s, err := config.ReadSecret("TSIG secret file", k.SecretFile)
+	if err != nil {
+		return tsigKey{}, err
+	}
+	if err := checkSecret(s); err != nil {
+		return tsigKey{}, fmt.Errorf("TSIG secret file %s: %w", k.SecretFile, err)
+	}
+	return tsigKey{name: dns.CanonicalName(k.Name), algorithm: algorithms[strings.ToLower(k.Algorithm)], secret: s}, nil
 }

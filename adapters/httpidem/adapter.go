@@ -3,6 +3,8 @@ package httpidem
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +34,12 @@ type Adapter struct {
 	retention time.Duration
 	tokenFile string
 	client    *http.Client
-	now       func() time.Time
+	// The default client's settings (WithTimeout, WithCAFile,
+	// WithClientCertificate); none may go with WithHTTPClient.
+	timeout           time.Duration
+	roots             *x509.CertPool
+	certFile, keyFile string
+	now               func() time.Time
 }
 
 // Option configures New.
@@ -42,7 +49,7 @@ type Option func(*Adapter) error
 func WithKind(kind string) Option {
 	return func(a *Adapter) error {
 		if err := coordinator.CheckLabel("kind", kind); err != nil {
-			return err
+			return config.Invalid("httpidem", "kind", "%v", err)
 		}
 		a.kind = kind
 		return nil
@@ -57,11 +64,11 @@ func WithKind(kind string) Option {
 func WithLookup(template string) Option {
 	return func(a *Adapter) error {
 		if !strings.Contains(template, "{key}") {
-			return fmt.Errorf("lookup %q has no {key}", template)
+			return config.Invalid("httpidem", "lookup", "lookup %q has no {key}", template)
 		}
 		u, err := url.Parse(strings.ReplaceAll(template, "{key}", "k"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("lookup %q is not an http(s) URL", template)
+			return config.Invalid("httpidem", "lookup", "lookup %q is not an http(s) URL", template)
 		}
 		a.lookup = template
 		return nil
@@ -74,7 +81,7 @@ func WithLookup(template string) Option {
 func WithKeyRetention(d time.Duration) Option {
 	return func(a *Adapter) error {
 		if d <= 0 {
-			return fmt.Errorf("key retention %v must be positive", d)
+			return config.Invalid("httpidem", "key_retention", "key retention %v must be positive", d)
 		}
 		a.retention = d
 		return nil
@@ -86,15 +93,17 @@ func WithKeyRetention(d time.Duration) Option {
 func WithTokenFile(path string) Option {
 	return func(a *Adapter) error {
 		if _, err := config.ReadSecret("token file", path); err != nil {
-			return err
+			return config.Invalid("httpidem", "token_file", "%v", err)
 		}
 		a.tokenFile = path
 		return nil
 	}
 }
 
-// WithHTTPClient sets the client (default: http.Client with a 10 s
-// timeout). Its transport decides TLS.
+// WithHTTPClient sets the client (default: an http.Client with
+// WithTimeout's timeout, WithCAFile's roots and WithClientCertificate's
+// certificate). Its transport decides TLS; it does not go with those
+// options.
 func WithHTTPClient(c *http.Client) Option {
 	return func(a *Adapter) error {
 		if c == nil {
@@ -103,6 +112,71 @@ func WithHTTPClient(c *http.Client) Option {
 		a.client = c
 		return nil
 	}
+}
+
+// WithTimeout bounds each request of the default client (default 10 s).
+func WithTimeout(d time.Duration) Option {
+	return func(a *Adapter) error {
+		if d <= 0 {
+			return config.Invalid("httpidem", "timeout", "timeout %v must be positive", d)
+		}
+		a.timeout = d
+		return nil
+	}
+}
+
+// WithCAFile verifies the service's certificate against the PEM
+// certificates of path instead of the system's roots.
+func WithCAFile(path string) Option {
+	return func(a *Adapter) error {
+		p, err := config.CertPool(path)
+		if err != nil {
+			return config.Invalid("httpidem", "ca_file", "%v", err)
+		}
+		a.roots = p
+		return nil
+	}
+}
+
+// WithClientCertificate presents the certificate in certFile, with its key
+// in keyFile (private: config.CheckPrivate), to a service that wants mTLS.
+// Both are checked now and read again at every TLS handshake, so a rotated
+// pair takes effect; the key is never logged.
+func WithClientCertificate(certFile, keyFile string) Option {
+	return func(a *Adapter) error {
+		if keyFile != "" {
+			if err := config.CheckPrivate("client key file", keyFile); err != nil {
+				return config.Invalid("httpidem", "client_key_file", "%v", err)
+			}
+		}
+		if _, err := config.KeyPair(certFile, keyFile); err != nil {
+			return config.Invalid("httpidem", "client_cert_file", "%v", err)
+		}
+		a.certFile, a.keyFile = certFile, keyFile
+		return nil
+	}
+}
+
+// defaultClient is the client of WithTimeout, WithCAFile and
+// WithClientCertificate.
+func (a *Adapter) defaultClient() *http.Client {
+	timeout := a.timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	if a.roots == nil && a.certFile == "" {
+		return &http.Client{Timeout: timeout}
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS12}
+	if a.certFile != "" {
+		certFile, keyFile := a.certFile, a.keyFile
+		t.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c, err := config.KeyPair(certFile, keyFile)
+			return &c, err
+		}
+	}
+	return &http.Client{Timeout: timeout, Transport: t}
 }
 
 // WithClock sets the clock of observation times (default time.Now).
@@ -118,21 +192,34 @@ func WithClock(now func() time.Time) Option {
 
 // New checks the configuration now — when the ledger starts, not at the
 // first dispatch: base is an http(s) URL whose host resolves; the token
-// file, when given, is readable and one line. A bad configuration is
-// invalid_input.
+// file, when given, is readable, private (config.CheckPrivate) and one
+// line; the CA and client certificate files, when given, load. A bad
+// configuration is invalid_input naming the setting (url, token_file,
+// ca_file, client_cert_file, …).
 func New(base string, opts ...Option) (*Adapter, error) {
+	const op = "httpidem"
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, coordinator.Invalid("httpidem", "base %q is not an http(s) URL", base)
+		return nil, config.Invalid(op, "url", "base %q is not an http(s) URL", base)
 	}
 	if err := config.Resolvable(u.Hostname()); err != nil {
-		return nil, coordinator.Invalid("httpidem", "%v", err)
+		return nil, config.Invalid(op, "url", "%v", err)
 	}
-	a := &Adapter{kind: Kind, base: u, client: &http.Client{Timeout: 10 * time.Second}, now: time.Now}
+	a := &Adapter{kind: Kind, base: u, now: time.Now}
 	for _, o := range opts {
 		if err := o(a); err != nil {
-			return nil, coordinator.Invalid("httpidem", "%v", err)
+			var fe *config.FieldError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, coordinator.Invalid(op, "%v", err)
 		}
+	}
+	switch {
+	case a.client != nil && (a.timeout != 0 || a.roots != nil || a.certFile != ""):
+		return nil, coordinator.Invalid(op, "WithHTTPClient does not go with WithTimeout, WithCAFile or WithClientCertificate: its transport decides")
+	case a.client == nil:
+		a.client = a.defaultClient()
 	}
 	return a, nil
 }
@@ -408,4 +495,25 @@ func contains(got, want json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// Probe GETs the base URL with the token: nil for any answer but 401 or
+// 403 (the credential refused) and 5xx (the service failing) — a 404 at a
+// collection's root still shows the service there. It changes nothing.
+// `leasegate serve` shows it as the adapter's health.
+func (a *Adapter) Probe(ctx context.Context) error {
+	req, err := a.request(ctx, http.MethodGet, a.base.String(), nil)
+	if err != nil {
+		return fmt.Errorf("httpidem: %w", err)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("httpidem: GET %s: %w", a.base.Redacted(), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode >= 500 {
+		return fmt.Errorf("httpidem: GET %s: %s", a.base.Redacted(), resp.Status)
+	}
+	return nil
 }

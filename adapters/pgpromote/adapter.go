@@ -53,7 +53,7 @@ type Option func(*Adapter) error
 func WithKind(kind string) Option {
 	return func(a *Adapter) error {
 		if err := coordinator.CheckLabel("kind", kind); err != nil {
-			return err
+			return config.Invalid("pgpromote", "kind", "%v", err)
 		}
 		a.kind = kind
 		return nil
@@ -64,7 +64,7 @@ func WithKind(kind string) Option {
 func WithPromoteWait(d time.Duration) Option {
 	return func(a *Adapter) error {
 		if d < time.Second || d > time.Hour || d%time.Second != 0 {
-			return fmt.Errorf("promote wait %v: whole seconds from 1s to 1h", d)
+			return config.Invalid("pgpromote", "promote_wait", "promote wait %v: whole seconds from 1s to 1h", d)
 		}
 		a.promoteWait = d
 		return nil
@@ -75,7 +75,7 @@ func WithPromoteWait(d time.Duration) Option {
 func WithDialTimeout(d time.Duration) Option {
 	return func(a *Adapter) error {
 		if d <= 0 {
-			return fmt.Errorf("dial timeout %v must be positive", d)
+			return config.Invalid("pgpromote", "dial_timeout", "dial timeout %v must be positive", d)
 		}
 		a.dialTimeout = d
 		return nil
@@ -96,46 +96,54 @@ func WithClock(now func() time.Time) Option {
 // New checks the configuration now — when the ledger (or gateway) starts,
 // not at the first dispatch — and returns the adapter: at least two nodes
 // with distinct label names, connection strings that parse, name a host
-// and carry no password, and a password file that can be read and is not
-// empty. A bad configuration is coordinator's invalid_input. The password
-// is never logged nor kept in an error.
+// and carry no password, and a password file that can be read, is private
+// to its owner and group, and is not empty. A bad configuration is
+// coordinator's invalid_input, naming the setting at fault as `leasegate
+// serve`'s configuration does (nodes[i].name, nodes[i].conn,
+// password_file). The password is never logged nor kept in an error.
 func New(nodes []Node, passwordFile string, opts ...Option) (*Adapter, error) {
+	const op = "pgpromote"
 	a := &Adapter{kind: Kind, passwordFile: passwordFile, promoteWait: DefaultPromoteWait,
 		dialTimeout: 5 * time.Second, now: time.Now}
 	for _, o := range opts {
 		if err := o(a); err != nil {
-			return nil, coordinator.Invalid("pgpromote", "%v", err)
+			var fe *config.FieldError
+			if errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, coordinator.Invalid(op, "%v", err)
 		}
 	}
 	if len(nodes) < 2 {
-		return nil, coordinator.Invalid("pgpromote", "a topology needs at least two nodes, got %d", len(nodes))
+		return nil, config.Invalid(op, "nodes", "a topology needs at least two nodes, got %d", len(nodes))
 	}
 	seen := map[string]bool{}
-	for _, n := range nodes {
+	for i, n := range nodes {
+		name, conn := fmt.Sprintf("nodes[%d].name", i), fmt.Sprintf("nodes[%d].conn", i)
 		if err := coordinator.CheckLabel("node name", n.Name); err != nil {
-			return nil, coordinator.Invalid("pgpromote", "%v", err)
+			return nil, config.Invalid(op, name, "%v", err)
 		}
 		if seen[n.Name] {
-			return nil, coordinator.Invalid("pgpromote", "node %q named twice", n.Name)
+			return nil, config.Invalid(op, name, "node %q named twice", n.Name)
 		}
 		seen[n.Name] = true
 		cfg, err := pgx.ParseConfig(n.ConnString)
 		if err != nil {
 			// pgx's parse error can quote the string; name the node only.
-			return nil, coordinator.Invalid("pgpromote", "node %q: connection string does not parse", n.Name)
+			return nil, config.Invalid(op, conn, "node %q: connection string does not parse", n.Name)
 		}
 		if cfg.Password != "" {
-			return nil, coordinator.Invalid("pgpromote", "node %q: the connection string carries a password; put it in the password file", n.Name)
+			return nil, config.Invalid(op, conn, "node %q: the connection string carries a password; put it in the password file", n.Name)
 		}
 		if !strings.Contains(n.ConnString, "host") && !strings.Contains(n.ConnString, "@") {
-			return nil, coordinator.Invalid("pgpromote", "node %q: the connection string names no host", n.Name)
+			return nil, config.Invalid(op, conn, "node %q: the connection string names no host", n.Name)
 		}
 		if err := config.Resolvable(cfg.Host); err != nil {
-			return nil, coordinator.Invalid("pgpromote", "node %q: %v", n.Name, err)
+			return nil, config.Invalid(op, conn, "node %q: %v", n.Name, err)
 		}
 	}
 	if _, err := config.ReadSecret("password file", passwordFile); err != nil {
-		return nil, coordinator.Invalid("pgpromote", "%v", err)
+		return nil, config.Invalid(op, "password_file", "%v", err)
 	}
 	a.nodes = append([]Node(nil), nodes...)
 	return a, nil

@@ -154,3 +154,22 @@ func (a *Adapter) connect(ctx context.Context, n Node, appName string) (*pgx.Con
 	}
 	return pgx.ConnectConfig(ctx, cfg)
 }
+
+// Probe reads the topology and reports whether every node answered, as
+// the configured role with the password file's password: nil, or an error
+// naming each node that did not and why. It changes nothing. `leasegate
+// serve` shows it as the adapter's health; a node down is also what a
+// failover looks like, so it does not stop a dispatch (Precondition
+// decides that, per effect).
+func (a *Adapter) Probe(ctx context.Context) error {
+	var bad []string
+	for _, n := range a.Topology(ctx).Nodes {
+		if !n.Reachable {
+			bad = append(bad, n.Name+": "+n.Error)
+		}
+	}
+	if bad != nil {
+		return fmt.Errorf("pgpromote: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
