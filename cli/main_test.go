@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -22,8 +25,14 @@ var shared *embedtest.Cluster
 const asBinary = "LEASEGATE_CLI_TEST_AS_BINARY"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asBinary) == "1" {
-		os.Exit(cli.ExitCode(cli.New().Run(os.Args)))
+	if os.Getenv(asBinary) == "1" { // as cli/leasegate's main does
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		err := cli.New().RunContext(ctx, os.Args)
+		stop()
+		os.Exit(cli.ExitCode(err))
+	}
+	if os.Getenv(asWorker) == "1" {
+		os.Exit(workerMain())
 	}
 	os.Exit(testMain(m))
 }

@@ -3,9 +3,10 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/gateway/devprovider"
+	"github.com/leasegate/leasegate/internal/secretfile"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -73,10 +75,14 @@ type servePlan struct {
 	cfg       gateway.Config
 	ids       []gateway.Identity
 	key       []byte
+	tls       *tls.Config // the server's
 	adapters  []ledger.Adapter
 	endpoints []string
 	dir       string
 	embedded  *embedtest.Cluster
+	// etcd's client TLS and password from --config's files (nil, "": none).
+	etcdTLS      *tls.Config
+	etcdPassword string
 }
 
 func runServe(c *cli.Context) error {
@@ -123,10 +129,6 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := gateway.TLSConfig(plan.cfg.TLS.Cert, plan.cfg.TLS.Key, plan.cfg.TLS.ClientCA)
-	if err != nil {
-		return coordinator.Invalid(op, "%v", err)
-	}
 	addr := c.String("listen")
 	if !c.IsSet("listen") && plan.cfg.Listen != "" {
 		addr = plan.cfg.Listen
@@ -151,7 +153,8 @@ func runServe(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, "try: "+out.Curl)
 	}
 	lg.Info("gateway serving", zap.String("address", out.Address))
-	return srv.Serve(c.Context, ln, tlsCfg, c.Duration("grace"))
+
+	return srv.Serve(c.Context, ln, plan.tls, c.Duration("grace"))
 }
 
 func firstNonEmpty(a, b string) string {
@@ -164,29 +167,7 @@ func firstNonEmpty(a, b string) string {
 // planServe reads --config, or builds the throwaway world of --dev.
 func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	if path := c.String("config"); path != "" {
-		cfg, err := gateway.LoadConfig(path)
-		if err != nil {
-			return servePlan{}, coordinator.Invalid(op, "%v", err)
-		}
-		key, err := os.ReadFile(cfg.SessionKeyFile)
-		if err != nil {
-			return servePlan{}, coordinator.Invalid(op, "session_key_file: %v", err)
-		}
-		p := servePlan{cfg: cfg, ids: cfg.Identities, key: key, endpoints: cfg.Etcd.Endpoints}
-		provider := devprovider.New("db-1")
-		byKind := map[string]ledger.Adapter{}
-		for _, a := range provider.Adapters() {
-			byKind[a.Kind()] = a
-		}
-		for _, a := range cfg.Adapters {
-			want := map[string]string{"dev-topology": devprovider.KindPromote, "dev-dns": devprovider.KindDNS}[a.Type]
-			if want == "" || want != a.Kind {
-				return servePlan{}, coordinator.Invalid(op, "adapter %q of type %q: the built-in types are dev-topology (kind %s) and dev-dns (kind %s)",
-					a.Kind, a.Type, devprovider.KindPromote, devprovider.KindDNS)
-			}
-			p.adapters = append(p.adapters, byKind[want])
-		}
-		return p, nil
+		return planConfig(op, path)
 	}
 	dir, err := filepath.Abs(c.String("dev"))
 	if err != nil {
@@ -200,7 +181,11 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	if _, err := rand.Read(key); err != nil {
 		return servePlan{}, coordinator.Invalid(op, "session key: %v", err)
 	}
-	p := servePlan{dir: dir, key: key, adapters: devprovider.New("db-1").Adapters(),
+	tlsCfg, err := gateway.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
+	if err != nil {
+		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	}
+	p := servePlan{dir: dir, key: key, tls: tlsCfg, adapters: devprovider.New("db-1").Adapters(),
 		cfg: gateway.Config{TLS: gateway.TLSFiles{Cert: certs.ServerCert, Key: certs.ServerKey, ClientCA: certs.CA}}}
 	roles := map[string]gateway.Role{"worker": gateway.RoleWorker, "worker-2": gateway.RoleWorker, "approver": gateway.RoleApprover, "operator": gateway.RoleOperator}
 	for _, name := range devCallers {
@@ -224,6 +209,61 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	return p, nil
 }
 
+// planConfig reads --config and checks all of it before anything is
+// dialled or served: the file itself, the files it names (session key,
+// TLS, etcd credentials: secrets private to owner and group), and each
+// adapter, built now by its constructor. Any fault is invalid_input naming
+// the field; whether a provider answers is shown by the health service
+// instead (gateway.AdapterHealthService).
+func planConfig(op, path string) (servePlan, error) {
+	cfg, err := gateway.LoadConfig(path)
+	if err != nil {
+		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	}
+	p := servePlan{cfg: cfg, ids: cfg.Identities, endpoints: cfg.Etcd.Endpoints}
+	bad := func(field string, err error) (servePlan, error) {
+		return servePlan{}, coordinator.Invalid(op, "gateway: config %s: %s: %v", path, field, err)
+	}
+	if p.key, err = secretfile.Read("session key file", cfg.SessionKeyFile); err != nil {
+		return bad("session_key_file", err)
+	}
+	if len(p.key) < gateway.MinSessionKeyBytes {
+		return bad("session_key_file", fmt.Errorf("%s holds %d bytes, at least %d: head -c 32 /dev/urandom > %s", cfg.SessionKeyFile, len(p.key), gateway.MinSessionKeyBytes, cfg.SessionKeyFile))
+	}
+	if err := secretfile.CheckPrivate("server key file", cfg.TLS.Key); err != nil {
+		return bad("tls.key", err)
+	}
+	if p.tls, err = gateway.TLSConfig(cfg.TLS.Cert, cfg.TLS.Key, cfg.TLS.ClientCA); err != nil {
+		return bad("tls", err)
+	}
+	if e := cfg.Etcd; e.CACert != "" || e.Cert != "" || e.Key != "" {
+		if e.Key != "" {
+			if err := secretfile.CheckPrivate("etcd client key file", e.Key); err != nil {
+				return bad("etcd.key", err)
+			}
+		}
+		if p.etcdTLS, err = (transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}).ClientConfig(); err != nil {
+			return bad("etcd.cacert, cert, key", err)
+		}
+	}
+	if cfg.Etcd.PasswordFile != "" {
+		if cfg.Etcd.User == "" {
+			return bad("etcd.password_file", errors.New("a password without etcd.user"))
+		}
+		if p.etcdPassword, err = secretfile.Line("etcd password file", cfg.Etcd.PasswordFile); err != nil {
+			return bad("etcd.password_file", err)
+		}
+	}
+	if p.adapters, err = cfg.NewAdapters(); err != nil {
+		var ce *coordinator.Error
+		if errors.As(err, &ce) {
+			return servePlan{}, coordinator.Invalid(op, "gateway: config %s: %s", path, ce.Detail)
+		}
+		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	}
+	return p, nil
+}
+
 // serveEtcdClient is the server's etcd client: the embedded cluster's, or
 // one built from the configuration (TLS, user and password file), or from
 // the global flags with --dev --endpoints; with the coordinator options
@@ -239,22 +279,8 @@ func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.Trace
 	g := globalsOf(c)
 	cfg := clientv3.Config{Endpoints: p.endpoints, DialTimeout: g.dialTimeout, DialOptions: gateway.EtcdDialOptions(tp), TLS: g.tls,
 		Username: g.user, Password: g.password, Logger: lg.Named("etcd-client")}
-	if e := p.cfg.Etcd; c.String("config") != "" {
-		cfg.TLS, cfg.Username, cfg.Password = nil, e.User, ""
-		if e.CACert != "" || e.Cert != "" {
-			tlsCfg, err := transport.TLSInfo{TrustedCAFile: e.CACert, CertFile: e.Cert, KeyFile: e.Key}.ClientConfig()
-			if err != nil {
-				return nil, nil, coordinator.Invalid("serve", "etcd TLS files: %v", err)
-			}
-			cfg.TLS = tlsCfg
-		}
-		if e.PasswordFile != "" {
-			pw, err := os.ReadFile(e.PasswordFile)
-			if err != nil {
-				return nil, nil, coordinator.Invalid("serve", "etcd.password_file: %v", err)
-			}
-			cfg.Password = strings.TrimSpace(string(pw))
-		}
+	if c.String("config") != "" {
+		cfg.TLS, cfg.Username, cfg.Password = p.etcdTLS, p.cfg.Etcd.User, p.etcdPassword
 	}
 	cli3, err := clientv3.New(cfg)
 	if err != nil {

@@ -78,24 +78,29 @@ type EtcdConfig struct {
 	PasswordFile string   `json:"password_file,omitempty"`
 }
 
-// AdapterConfig is one adapter the server serves: Type names a built-in
-// adapter ("dev-topology", "dev-dns": the simulated providers of --dev).
-type AdapterConfig struct {
-	Kind string `json:"kind"`
-	Type string `json:"type"`
-}
-
-// LoadConfig reads and checks a config file. An unknown field is an error:
-// a misspelt one would otherwise read as its zero value.
+// LoadConfig reads and checks a config file: everything that can be
+// checked without reading another file or the network (Config.NewAdapters
+// then builds the adapters, reading their files). An unknown field is an
+// error, named with its adapter's index: a misspelt one would otherwise
+// read as its zero value.
 func LoadConfig(path string) (Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("gateway: config: %w", err)
 	}
-	var cfg Config
+	// The adapters are decoded one by one (decodeAdapters), so that an
+	// error names the adapter.
+	var file struct {
+		Config
+		Adapters []json.RawMessage `json:"adapters"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
+	if err := dec.Decode(&file); err != nil {
+		return Config{}, fmt.Errorf("gateway: config %s: %w", path, err)
+	}
+	cfg := file.Config
+	if cfg.Adapters, err = decodeAdapters(file.Adapters); err != nil {
 		return Config{}, fmt.Errorf("gateway: config %s: %w", path, err)
 	}
 	if err := cfg.check(); err != nil {
@@ -114,7 +119,10 @@ func (c Config) check() error {
 	if len(c.Etcd.Endpoints) == 0 {
 		return fmt.Errorf("etcd.endpoints is empty")
 	}
-	return checkIdentities(c.Identities)
+	if err := checkIdentities(c.Identities); err != nil {
+		return err
+	}
+	return checkAdapters(c.Adapters)
 }
 
 func checkIdentities(ids []Identity) error {

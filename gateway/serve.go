@@ -22,11 +22,16 @@ import (
 
 // Serve serves the handler over TLS on ln until ctx is done, then stops
 // taking calls and waits up to grace for those under way (a dispatch in
-// flight finishes and is recorded).
+// flight finishes and is recorded). Meanwhile it probes the adapters'
+// providers at once and every ProbeInterval (AdapterHealthService).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	pctx, stopProbes := context.WithCancel(ctx)
+	probed := make(chan struct{})
+	go func() { defer close(probed); s.health.loop(pctx, ProbeInterval) }()
+	defer func() { stopProbes(); <-probed }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("gateway: serve: %w", err)

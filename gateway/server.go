@@ -46,6 +46,7 @@ type Server struct {
 	tracer     trace.Tracer
 	lg         *zap.Logger
 	opts       options
+	health     *health
 }
 
 type options struct {
@@ -196,6 +197,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 		return nil, coordinator.Invalid("serve", "%v", err)
 	}
 	s.metrics = m
+	s.health = newHealth(o.adapters, s.lg, leasegatev1connect.WorkerServiceName, leasegatev1connect.ApproverServiceName, leasegatev1connect.OperatorServiceName)
 	adapters := make([]ledger.Adapter, 0, len(o.adapters))
 	for _, a := range o.adapters {
 		adapters = append(adapters, instrumented{Adapter: a, s: s})
@@ -229,7 +231,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle(leasegatev1connect.NewApproverServiceHandler(approvers{s}, hopts...))
 	mux.Handle(leasegatev1connect.NewOperatorServiceHandler(operators{s}, hopts...))
 	services := []string{leasegatev1connect.WorkerServiceName, leasegatev1connect.ApproverServiceName, leasegatev1connect.OperatorServiceName}
-	mux.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(services...)))
+	mux.Handle(grpchealth.NewHandler(healthChecker{s.health.checker, s.health}))
 	reflector := grpcreflect.NewStaticReflector(services...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
