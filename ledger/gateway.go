@@ -189,15 +189,20 @@ func (l *Ledger) grantFirst(ctx context.Context, g coordinator.Grant, refusal er
 // record at exactly this transition of this very dispatch (state, sequence
 // number, dispatch id) means that attempt applied.
 func (l *Ledger) persist(ctx context.Context, g coordinator.Grant, from Record, ch change, retrying string) (Record, error) {
-	rctx, cancel := context.WithTimeout(ctx, l.recordTimeout)
-	defer cancel()
+	// One context per attempt, not one for the whole and one per attempt:
+	// this is every dispatch's path. The whole is bounded by end.
+	end := time.Now().Add(l.recordTimeout)
 	want := from
 	if ch.mutate != nil {
 		ch.mutate(&want)
 	}
 	wait, unknown := 50*time.Millisecond, false
 	for {
-		actx, cancelAttempt := context.WithTimeout(rctx, l.recordTimeout/5)
+		deadline := time.Now().Add(l.recordTimeout / 5)
+		if deadline.After(end) {
+			deadline = end
+		}
+		actx, cancelAttempt := context.WithDeadline(ctx, deadline)
 		out, err := l.transition(actx, g, from, ch)
 		cancelAttempt()
 		switch d := coordinator.DispositionOf(err); {
@@ -213,7 +218,11 @@ func (l *Ledger) persist(ctx context.Context, g coordinator.Grant, from Record, 
 		}
 		l.lg.Warn(retrying, l.fields(g, from.Operation, zap.String("to", string(ch.to)),
 			zap.String("disposition", string(coordinator.DispositionOf(err))))...)
-		if l.sleep(rctx, wait) != nil || rctx.Err() != nil {
+		rctx, cancel := context.WithDeadline(ctx, end)
+		slept := l.sleep(rctx, wait)
+		over := rctx.Err()
+		cancel()
+		if slept != nil || over != nil {
 			return from, err
 		}
 		wait = min(2*wait, time.Second)

@@ -20,6 +20,7 @@ type Ledger struct {
 	adapters map[string]Adapter // by kind
 	lg       *zap.Logger
 	hints    hints
+	guards   guards
 	metrics  *metrics
 	options
 }

@@ -140,10 +140,11 @@ func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (coordinator.
 	if rec.State == "" {
 		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}
+	cmps, reads := l.guard(g)
 	return coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
-		If:   append(l.c.Guard(g), recCmp),
+		If:   append(cmps, recCmp),
 		Then: then,
-		Else: append(l.c.GuardReads(g), clientv3.OpGet(key))}, next, nil
+		Else: append(reads, clientv3.OpGet(key))}, next, nil
 }
 
 // encode is what a transition writes: the record's key, the puts of the
