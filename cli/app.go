@@ -161,7 +161,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "user", Usage: "etcd user name, or name:password", EnvVars: []string{envUser}},
 		&cli.StringFlag{Name: "password", Usage: "etcd password (prefer the environment variable)", EnvVars: []string{envPassword}},
 		&cli.StringFlag{Name: "log-level", Usage: "log level on stderr: debug, info, warn or error", Value: "error"},
-		&cli.StringFlag{Name: "gateway", Usage: "act through the gateway at this `URL` (leasegate serve) instead of etcd: claim, commit, get, renew, release, status, list, watch, ops, lease and realm (not gc); --cacert, --cert and --key are then the gateway's (docs/gateway.md)"},
+		&cli.StringFlag{Name: "gateway", Usage: "act through the gateway at this `URL` (leasegate serve) instead of etcd: every command of workers and operators (claim, commit, get, renew, release, run, status, list, watch, ops, lease, realm) but gc; --cacert, --cert and --key are then the gateway's (docs/gateway.md)"},
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // refused before any I/O.
 
 // gatewayCommands are the commands that work through --gateway.
-var gatewayCommands = "claim, commit, get, renew, release, status, list, watch, ops list/show/resolve, lease list/show/revoke and realm show/rotate"
+var gatewayCommands = "claim, commit, get, renew, release, run, status, list, watch, ops list/show/resolve, lease list/show/revoke and realm show/rotate"
 
 func viaGateway(c *cli.Context) bool {
 	g := globalsOf(c)

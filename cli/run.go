@@ -40,8 +40,16 @@ the group gets SIGTERM, then SIGKILL after --kill-after, and leasegate exits 5.
 On SIGINT or SIGTERM the group gets the same treatment. When COMMAND exits, the
 grant is released and leasegate exits with COMMAND's status (128+n if signal n
 ended it). With --wait, --wait-timeout bounds the wait: past it, run gives up
-with busy (exit 1) and never starts COMMAND.`,
+with busy (exit 1) and never starts COMMAND.
+With --gateway, the session is the gateway's: this process alone renews its
+lease (every TTL/3; the gateway never renews on its own, so a paused run
+loses the task at its TTL), ownership is watched on the gateway's stream,
+the owner is the certificate's identity (no --owner), and COMMAND gets
+LEASEGATE_GATEWAY (the URL) instead of _ENDPOINTS and _PREFIX — not the
+certificate's key nor the session token: a COMMAND that calls the gateway
+brings its own certificate. --metrics-addr is refused (no etcd requests).`,
 			"leasegate run --tenant acme --task invoices --owner worker-1 --ttl 10s -- ./billing-worker --once",
+			"leasegate --gateway https://gw:7443 --cacert ca.pem --cert w.pem --key w-key.pem run --tenant acme --task invoices --wait -- ./billing-worker",
 			"leasegate run --tenant acme --task invoices --owner worker-2 --wait --wait-timeout 5m -- ./billing-worker",
 			"leasegate run --tenant acme --task invoices --owner worker-1 --metrics-addr 127.0.0.1:9464 -- ./billing-worker",
 			`leasegate run --tenant acme --task invoices --owner w2 --wait -- sh -c 'echo "$LEASEGATE_GRANT" | leasegate commit --grant - --operation op-1 --value paid --expected-version 0'`),
@@ -99,6 +107,9 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if viaGateway(c) {
+		return runViaGateway(c, spec)
+	}
 	g := globalsOf(c)
 	lg := g.lg.Named("run").With(zap.String("tenant", spec.tenant), zap.String("task", spec.task), zap.String("owner", spec.owner))
 
@@ -133,25 +144,41 @@ func run(c *cli.Context) error {
 	}
 	lg = lg.With(zap.Int64("epoch", grant.Epoch), zap.String("lease-id", coordinator.FormatLeaseID(grant.Lease)))
 
-	status, lost, err := superviseChild(c, co, s, grant, spec, lg)
+	monitor := func(ctx context.Context) *coordinator.Error { return monitorOwnership(ctx, co, s, grant, lg) }
+	status, lost, err := superviseChild(c, monitor, childEnv(g, grant), spec, lg)
 	if err != nil {
 		return err
 	}
 	if lost != nil {
 		return &ownershipLost{cause: lost, grant: grant, child: status}
 	}
-	return released(c, co, runOutput{Disposition: coordinator.Released, Grant: grant, Child: status})
+	return released(c, co.Release, runOutput{Disposition: coordinator.Released, Grant: grant, Child: status})
 }
 
 // runSpecOf checks run's flags and command, before any I/O.
 func runSpecOf(c *cli.Context) (runSpec, error) {
 	op := commandName(c)
-	l, err := labels(c, "tenant", "task", "owner")
+	names := []string{"tenant", "task", "owner"}
+	if viaGateway(c) {
+		// The owner is the certificate's identity; --metrics-addr measures
+		// etcd requests, of which there are none through the gateway.
+		switch {
+		case c.IsSet("owner"):
+			return runSpec{}, coordinator.Invalid(op, "--owner cannot be given with --gateway: the owner is the identity of your certificate")
+		case c.IsSet("metrics-addr"):
+			return runSpec{}, coordinator.Invalid(op, "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics")
+		}
+		names = names[:2]
+	}
+	l, err := labels(c, names...)
 	if err != nil {
 		return runSpec{}, err
 	}
-	spec := runSpec{tenant: l[0], task: l[1], owner: l[2], wait: c.Bool("wait"),
+	spec := runSpec{tenant: l[0], task: l[1], wait: c.Bool("wait"),
 		waitTimeout: c.Duration("wait-timeout"), killAfter: c.Duration("kill-after")}
+	if len(l) > 2 {
+		spec.owner = l[2]
+	}
 	if spec.ttl, err = ttlOf(c); err != nil {
 		return runSpec{}, err
 	}
@@ -179,23 +206,29 @@ func claimToRun(c *cli.Context, ctx context.Context, s *coordinator.Session, spe
 	if !spec.wait {
 		return s.Claim(ctx, spec.tenant, spec.task)
 	}
-	wctx, wcancel := c.Context, context.CancelFunc(func() {})
-	if spec.waitTimeout > 0 {
-		wctx, wcancel = context.WithTimeoutCause(c.Context, spec.waitTimeout, fmt.Errorf("gave up waiting: --wait-timeout %v passed", spec.waitTimeout))
-	}
+	wctx, wcancel := waitContext(c, spec)
 	defer wcancel()
 	return s.Acquire(wctx, spec.tenant, spec.task)
 }
 
-// superviseChild starts the command with the grant in its environment and
-// waits until it exits, ownership is lost (lost, and the child is stopped)
-// or run is interrupted (the child is stopped). It returns how the child
-// ended.
-func superviseChild(c *cli.Context, co *coordinator.Coordinator, s *coordinator.Session, grant coordinator.Grant,
+// waitContext bounds --wait by --wait-timeout, if given.
+func waitContext(c *cli.Context, spec runSpec) (context.Context, context.CancelFunc) {
+	if spec.waitTimeout > 0 {
+		return context.WithTimeoutCause(c.Context, spec.waitTimeout, fmt.Errorf("gave up waiting: --wait-timeout %v passed", spec.waitTimeout))
+	}
+	return c.Context, func() {}
+}
+
+// superviseChild starts the command with env (the grant) added to its
+// environment and waits until it exits, monitor reports ownership lost
+// (lost, and the child is stopped) or run is interrupted (the child is
+// stopped). It returns how the child ended. monitor returns why the grant
+// stopped being current, or nil once its context is done.
+func superviseChild(c *cli.Context, monitor func(context.Context) *coordinator.Error, env []string,
 	spec runSpec, lg *zap.Logger) (childStatus, *coordinator.Error, error) {
 	cmd := exec.Command(spec.path, spec.args[1:]...)
 	cmd.Args[0] = spec.args[0]
-	cmd.Env = append(withoutCredentials(os.Environ()), childEnv(globalsOf(c), grant)...)
+	cmd.Env = append(withoutCredentials(os.Environ()), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.App.Reader, c.App.Writer, c.App.ErrWriter
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // bounds waiting on output pipes a grandchild holds
@@ -208,7 +241,7 @@ func superviseChild(c *cli.Context, co *coordinator.Coordinator, s *coordinator.
 
 	mctx, stopMonitor := context.WithCancel(context.Background())
 	lostc := make(chan *coordinator.Error, 1)
-	go func() { lostc <- monitorOwnership(mctx, co, s, grant, lg) }()
+	go func() { lostc <- monitor(mctx) }()
 
 	var lost *coordinator.Error
 	var stopped string
@@ -234,10 +267,10 @@ func superviseChild(c *cli.Context, co *coordinator.Coordinator, s *coordinator.
 // released releases the grant of a child that ended with ownership held,
 // and returns run's answer: the child's status. A failed release is
 // reported by the app's report (releaseFailed), not here.
-func released(c *cli.Context, co *coordinator.Coordinator, out runOutput) error {
+func released(c *cli.Context, release func(context.Context, coordinator.Grant) error, out runOutput) error {
 	rctx, rcancel := cleanupContext(c)
 	defer rcancel()
-	if err := co.Release(rctx, out.Grant); err != nil {
+	if err := release(rctx, out.Grant); err != nil {
 		out.Disposition = coordinator.DispositionOf(err)
 		return &releaseFailed{cause: err, out: out}
 	}
