@@ -113,6 +113,10 @@ type Ratio struct {
 	PerRound []float64 `json:"per_round"`
 	Target   float64   `json:"target,omitempty"` // the issue's target for the minimum, if it sets one
 	Met      *bool     `json:"met,omitempty"`
+	// The numerator's latency over the denominator's, at p50 and p99 over
+	// every round (for gateway-commit / commit: what the hop adds).
+	AddedP50Ms float64 `json:"added_p50_ms"`
+	AddedP99Ms float64 `json:"added_p99_ms"`
 }
 
 // ratioDefs are the ratios reported: numerator, denominator, target.
@@ -131,6 +135,8 @@ var ratioDefs = []struct {
 	{Election, Mutex, 0},
 	{LedgerDispatch, Commit, 0.45},
 	{LedgerLifecycle, Commit, 0.22},
+	{GatewayCommit, Commit, 0.85},
+	{GatewayDispatch, LedgerDispatch, 0.85},
 }
 
 // withDefaults is cfg checked, with every default filled in: a copy, whose
@@ -341,11 +347,16 @@ func Run(ctx context.Context, cfg Config) (out *Report, err error) {
 		}
 		workers = append(workers, w)
 	}
+	closeGateway, err := withGateway(ctx, tg, cfg.Prefix, workers, cfg.Variants, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer closeGateway()
 	// One operation of every variant by every worker first: it proves the
 	// variant works and warms up connections and keys.
 	for _, v := range cfg.Variants {
 		for _, w := range workers {
-			err := w.prepare(ctx, v)
+			err := w.prepareOp(ctx, v)
 			if err == nil {
 				err = w.op(ctx, v)
 			}
@@ -423,7 +434,9 @@ cells:
 			if num == nil || den == nil || len(num.PerRound) == 0 || len(den.PerRound) == 0 {
 				continue // not measured, or not yet when interrupted
 			}
-			rep.Ratios = append(rep.Ratios, ratioOf(d.num+" / "+d.den, n, num.PerRound, den.PerRound, d.target))
+			r := ratioOf(d.num+" / "+d.den, n, num.PerRound, den.PerRound, d.target)
+			r.AddedP50Ms, r.AddedP99Ms = round3(num.P50Ms-den.P50Ms), round3(num.P99Ms-den.P99Ms)
+			rep.Ratios = append(rep.Ratios, r)
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
@@ -453,7 +466,7 @@ func cell(ctx context.Context, ws []*worker, v string, d time.Duration) (int, in
 			for time.Now().Before(stop) && ctx.Err() == nil {
 				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				p0 := time.Now()
-				err := w.prepare(octx, v) // untimed: it leaves the wall time too
+				err := w.prepareOp(octx, v) // untimed: it leaves the wall time too
 				t0 := time.Now()
 				prep[i] += t0.Sub(p0)
 				if err == nil {
@@ -511,7 +524,7 @@ func pairedCell(ctx context.Context, ws []*worker, vs []string, d time.Duration)
 				v := vs[j%len(vs)]
 				o := outs[i][v]
 				octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := w.prepare(octx, v) // untimed
+				err := w.prepareOp(octx, v) // untimed
 				t0 := time.Now()
 				if err == nil {
 					err = w.op(octx, v)

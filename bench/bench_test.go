@@ -52,7 +52,8 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("ratio %s: target %v, met %v", r.Name, r.Target, r.Met)
 		}
 	}
-	for _, n := range []string{"commit / bare-commit", "claim-release / bare-claim-release", "claim-release / mutex"} {
+	for _, n := range []string{"commit / bare-commit", "claim-release / bare-claim-release", "claim-release / mutex",
+		"gateway-commit / commit", "gateway-dispatch / ledger-dispatch"} {
 		if !names[n] {
 			t.Errorf("no ratio %s", n)
 		}

@@ -21,6 +21,12 @@
 //	claim-release       Session.Claim + Coordinator.Release
 //	ledger-dispatch     one Dispatch of an AUTHORIZED record (claim, revalidate, apply, confirm) with a provider that applies at once; the record is proposed and authorized untimed
 //	ledger-lifecycle    one effect through the ledger: Propose, Authorize, Dispatch
+//	gateway-commit      commit through the gateway: client.Commit over loopback TLS to a gateway (leasegate serve's server, started in the process with an etcd client of its own), whose handler makes the same fencedtxn.Commit
+//	gateway-dispatch    ledger-dispatch through the gateway: client.Dispatch of a record proposed by the worker and authorized by an approver identity through the gateway, untimed
+//
+// The gateway variants' workers each have a certificate (an identity) of
+// their own, so a client and connections of their own, as worker processes
+// have; the gateway's provider is ledger-dispatch's.
 //
 // Guarantees: every figure comes from operations that succeeded against a
 // real etcd (an embedded member with fsync on unless told otherwise, or the

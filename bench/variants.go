@@ -41,7 +41,8 @@ const (
 )
 
 // Variants lists every variant.
-var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle}
+var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle,
+	GatewayCommit, GatewayDispatch}
 
 // benchValue is the business value every write carries.
 var benchValue = []byte("bench-value-0123456789abcdef")
@@ -75,7 +76,8 @@ type worker struct {
 	fenceValue string
 	ledger     *ledger.Ledger
 	ledgerG    coordinator.Grant
-	ready      string // ledger-dispatch's AUTHORIZED operation, made by prepare
+	ready      string         // ledger-dispatch's AUTHORIZED operation, made by prepare
+	gw         *gatewayWorker // the gateway variants' side; nil when none runs
 }
 
 func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger, id int, prefix string) (*worker, error) {
@@ -131,6 +133,9 @@ func (w *worker) close(ctx context.Context) {
 
 // op runs one operation of variant v.
 func (w *worker) op(ctx context.Context, v string) error {
+	if handled, err := w.gatewayOp(ctx, v); handled {
+		return err
+	}
 	w.seq++
 	switch v {
 	case Put:

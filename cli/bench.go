@@ -27,10 +27,14 @@ exactly the protected commit's shape, fencedtxn.Commit, concurrency.Mutex
 lock+unlock, concurrency.Election campaign+resign, leasegate claim+release,
 the same two Txns bare, a ledger dispatch of an authorized record (claim,
 revalidate, apply, confirm, with a provider that applies at once; the record
-is proposed and authorized untimed) and the whole ledger lifecycle (propose,
-authorize, dispatch) — at each worker count — and prints ops/s, p50, p99 and
-the ratios (each taken round by round; the minimum is what a target is checked
-against). Without --endpoints it starts an embedded etcd with fsync on in a
+is proposed and authorized untimed), the whole ledger lifecycle (propose,
+authorize, dispatch), and the commit and the dispatch again through the
+gateway (gateway-commit, gateway-dispatch: a leasegate serve server started in
+this process on loopback TLS with an etcd client of its own, each worker
+calling it with the Go client and a certificate of its own) — at each worker
+count — and prints ops/s, p50, p99 and the ratios (each taken round by round,
+every round's printed; the minimum is what a target is checked against) with
+the latency the numerator adds at p50 and p99 (for the gateway's: the hop). Without --endpoints it starts an embedded etcd with fsync on in a
 temporary directory (--unsafe-no-fsync turns fsync off). With --endpoints it
 writes under a fresh prefix of the cluster and deletes it afterwards.
 It states the plan and its expected length on stderr first, then draws a progress
@@ -40,6 +44,7 @@ stderr that it was interrupted, and exits 130.`,
 			"leasegate bench",
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
+			"leasegate bench --paired --variants commit,gateway-commit,ledger-dispatch,gateway-dispatch --workers 16,64 --rounds 5",
 			"leasegate bench --variants claim-release --workers 64 --rounds 1 --duration 20s --cpuprofile claim.pprof   # then: go tool pprof -top claim.pprof",
 			"leasegate --endpoints 10.0.0.1:2379 bench --rounds 3"),
 		Flags: append(etcdFlags(),
@@ -211,15 +216,20 @@ func benchTable(r *bench.Report) table {
 			fmt.Sprintf("%.3f", x.P50Ms), fmt.Sprintf("%.3f", x.P99Ms), strconv.Itoa(x.Ops), strconv.Itoa(x.Errors),
 			fmt.Sprintf("%.0f", x.SentBytes), fmt.Sprintf("%.0f", x.RecvBytes)})
 	}
-	t.rows = append(t.rows, []string{""}, []string{"RATIO", "WORKERS", "MIN", "MEDIAN", "MAX", "TARGET", "MET"})
+	t.rows = append(t.rows, []string{""}, []string{"RATIO", "WORKERS", "MIN", "MEDIAN", "MAX", "TARGET", "MET", "+P50-MS", "+P99-MS", "PER-ROUND"})
 	for _, x := range r.Ratios {
 		target, met := "-", "-"
 		if x.Target > 0 {
 			target = fmt.Sprintf("%.2f", x.Target)
 			met = strconv.FormatBool(*x.Met)
 		}
+		rounds := make([]string, len(x.PerRound))
+		for i, v := range x.PerRound {
+			rounds[i] = fmt.Sprintf("%.3f", v)
+		}
 		t.rows = append(t.rows, []string{x.Name, strconv.Itoa(x.Workers), fmt.Sprintf("%.3f", x.Min),
-			fmt.Sprintf("%.3f", x.Median), fmt.Sprintf("%.3f", x.Max), target, met})
+			fmt.Sprintf("%.3f", x.Median), fmt.Sprintf("%.3f", x.Max), target, met,
+			fmt.Sprintf("%+.3f", x.AddedP50Ms), fmt.Sprintf("%+.3f", x.AddedP99Ms), strings.Join(rounds, " ")})
 	}
 	mode := "cells"
 	if r.Paired {
