@@ -105,14 +105,11 @@ func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error)
 	if tlsConfig == nil {
 		return nil, coordinator.Invalid("client", "a TLS configuration is required: the gateway knows its callers by their certificates")
 	}
-	tr := &http.Transport{
-		TLSClientConfig:     tlsConfig.Clone(),
-		ForceAttemptHTTP2:   true,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConnsPerHost: 64,
+	h2 := newTransport(tlsConfig, true)
+	hc := &http.Client{Transport: h2}
+	if !o.grpc {
+		hc.Transport = splitTransport{h1: newTransport(tlsConfig, false), h2: h2}
 	}
-	hc := &http.Client{Transport: tr}
 	var copts []connect.ClientOption
 	if o.grpc {
 		copts = append(copts, connect.WithGRPC())
@@ -123,6 +120,55 @@ func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error)
 		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
 		http:      hc,
 	}, nil
+}
+
+// maxIdleConnsPerHost is how many idle connections to the gateway a client
+// keeps per transport: over HTTP/1.1 every call in flight holds one.
+const maxIdleConnsPerHost = 64
+
+// newTransport is a transport to the gateway over HTTP/2 (h2) or
+// HTTP/1.1 only, with tlsConfig (the caller's certificate).
+func newTransport(tlsConfig *tls.Config, h2 bool) *http.Transport {
+	tr := &http.Transport{
+		TLSClientConfig:     tlsConfig.Clone(),
+		ForceAttemptHTTP2:   h2,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: maxIdleConnsPerHost,
+	}
+	if !h2 {
+		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // never upgrade to HTTP/2
+	}
+	return tr
+}
+
+// splitTransport carries a Connect-protocol request whose body has a known
+// length — a unary call, or a server stream's one request — over HTTP/1.1,
+// and one whose body streams (client and bidi streams, which need HTTP/2)
+// over HTTP/2. One call per connection at a time costs a connection per
+// call in flight, but on the gateway's hot path (commit, dispatch) it
+// measured faster than HTTP/2's multiplexing: net/http's HTTP/2 server and
+// client hand each request between four to six goroutines and flush the
+// headers and the body apart, where HTTP/1.1 reads, serves and writes a
+// call in the connection's goroutine with one write each way
+// (docs/performance.md, "The gateway's hop"). The certificate, so the
+// identity, is the same on both.
+type splitTransport struct{ h1, h2 *http.Transport }
+
+func (t splitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	// A client request's length 0 with a body is unknown too (net/http).
+	if r.ContentLength < 0 || r.ContentLength == 0 && r.Body != nil && r.Body != http.NoBody {
+		return t.h2.RoundTrip(r)
+	}
+	return t.h1.RoundTrip(r)
+}
+
+// CloseIdleConnections closes both transports' idle connections
+// (http.Client.CloseIdleConnections calls it).
+func (t splitTransport) CloseIdleConnections() {
+	t.h1.CloseIdleConnections()
+	t.h2.CloseIdleConnections()
 }
 
 // Close closes idle connections.
