@@ -40,7 +40,13 @@ func serveCommand() *cli.Command {
 TLS port, callers known by their client certificates. The server holds the etcd
 client and the provider adapters with their credentials; workers hold only their
 certificates. It keeps no state but etcd's: run several replicas on one cluster.
-With --config FILE it reads the server configuration (docs/gateway.md). With
+With --config FILE it reads the server configuration (docs/gateway.md, "The
+server's configuration"): etcd, TLS, identities and the adapters — pgpromote
+(PostgreSQL promotion), dnsupdate (RFC 2136 + TSIG), httpidem (Idempotency-Key)
+— with their credentials in files private to the server. All of it is checked
+before etcd is dialled: a fault is exit 2 naming the field, nothing served. A
+provider that does not answer does not stop the start: grpc.health shows it
+as NOT_SERVING under leasegate.adapter.<kind>. With
 --dev DIR it starts everything locally: an embedded etcd (unless --endpoints is
 given), a throwaway CA with server, worker, approver and operator certificates
 written to DIR, the simulated providers as adapters; it prints the address and

@@ -36,7 +36,7 @@ func TestServeConfigRefusedAtStart(t *testing.T) {
 	key := file("session.key", strings.Repeat("k", 32), 0o600)
 	openKey := file("open-session.key", strings.Repeat("k", 32), 0o644)
 	shortKey := file("short-session.key", "short", 0o600)
-	openTLSKey := file("open-server-key.pem", readFileOrFail(t, certs.ServerKey), 0o644)
+	openTLSKey := file("open-server-key.pem", readFile(t, certs.ServerKey), 0o644)
 	password := file("etcd.password", "pw\n", 0o600)
 	pgPassword := file("pg.password", "pw\n", 0o600)
 	listen := deadEndpoint(t)
@@ -94,13 +94,4 @@ func TestServeConfigRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFileOrFail(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -216,5 +217,53 @@ func TestAdapterConfigRefusedNamingTheField(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("the key as tsig_key_file: %v", err)
+	}
+}
+
+// The full example of docs/gateway.md reads as a configuration: every
+// field it shows is one LoadConfig knows, each adapter's settings where
+// its type wants them (the files it names are not on this machine, so
+// NewAdapters is not asked).
+func TestTheDocumentedConfigurationLoads(t *testing.T) {
+	b, err := os.ReadFile("../docs/gateway.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "A full example, with the three reference adapters")
+	if i < 0 {
+		t.Fatal("docs/gateway.md has no full example")
+	}
+	start := strings.Index(doc[i:], "```json\n") + i + len("```json\n")
+	end := strings.Index(doc[start:], "```") + start
+	p := filepath.Join(t.TempDir(), "gateway.json")
+	if err := os.WriteFile(p, []byte(doc[start:end]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := gateway.LoadConfig(p)
+	if err != nil {
+		t.Fatalf("the documented configuration: %v", err)
+	}
+	var types []string
+	for _, a := range cfg.Adapters {
+		types = append(types, a.Type)
+	}
+	if want := []string{"pgpromote", "dnsupdate", "httpidem"}; !slices.Equal(types, want) {
+		t.Fatalf("documented adapters %v, want %v", types, want)
+	}
+	// Every setting of the reference adapters is in the example (but
+	// tsig_key_file, the other form of the TSIG key, which the table
+	// gives).
+	for _, m := range []any{gateway.PGPromoteConfig{}, gateway.DNSUpdateConfig{}, gateway.HTTPIdemConfig{}} {
+		rt := reflect.TypeOf(m)
+		for i := range rt.NumField() {
+			f, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if f != "tsig_key_file" && !strings.Contains(doc[start:end], `"`+f+`"`) {
+				t.Errorf("%s's %s is not in the documented example", rt.Name(), f)
+			}
+			if !strings.Contains(doc, "`"+f+"`") {
+				t.Errorf("%s's %s is not explained in docs/gateway.md", rt.Name(), f)
+			}
+		}
 	}
 }

@@ -68,9 +68,14 @@
 //     answer after the UPDATE was written is ambiguous, never guessed.
 //   - The check of the approved world and the write are one step at the
 //     server.
-//   - Configuration is checked by New: host:port that resolves, a domain
-//     name, a readable key file with a supported algorithm and a secret of
-//     at least 16 bytes (read again at every update; never logged).
+//   - Configuration is checked by New (or NewWithKey: the key's name and
+//     algorithm given, only the secret in a file): host:port that
+//     resolves, a domain name, a readable key file, private to its owner
+//     and group, with a supported algorithm and a secret of at least 16
+//     bytes (read again at every update; never logged). An error names
+//     the setting as `leasegate serve`'s configuration does.
+//   - Probe asks the zone's SOA signed with the key: the server answers
+//     with authority and accepts the key, or an error says which failed.
 //
 // # Non-guarantees
 //

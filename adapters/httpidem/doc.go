@@ -39,7 +39,11 @@
 //     key retention the service published.
 //   - Configuration is checked by New: an http(s) base URL whose host
 //     resolves, a lookup template with {key}, a readable one-line token
-//     file (read at every request; never logged).
+//     file private to its owner and group (read at every request; never
+//     logged), a CA file and a client certificate that load (the pair read
+//     again at every TLS handshake). An error names the setting as
+//     `leasegate serve`'s configuration does.
+//   - Probe GETs the base URL with the token: 401, 403 and 5xx fail.
 //
 // # Non-guarantees
 //

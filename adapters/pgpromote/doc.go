@@ -51,8 +51,12 @@
 //     the statement was written is ambiguous, never guessed.
 //   - Configuration is checked by New: at least two nodes, label names,
 //     connection strings that parse, name a resolvable host and carry no
-//     password, a readable one-line password file (read again at every
-//     connection, so a rotated file takes effect; never logged).
+//     password, a readable one-line password file private to its owner and
+//     group (read again at every connection, so a rotated file takes
+//     effect; never logged). An error names the setting as `leasegate
+//     serve`'s configuration does (nodes[1].conn, password_file).
+//   - Probe reads every node's topology as the role: an error names each
+//     node that did not answer (or refused the password).
 //
 // # Non-guarantees
 //
