@@ -353,7 +353,7 @@ var indepMutations = []Mutation{
 	ind("ledger/journal-overwrite", transitionGo, "a transition's journal entry is written under the previous seq",
 		`clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
 	ind("ledger/transition-unguarded", transitionGo, "a transition is not fenced by the grant",
-		`If:   append(l.c.Guard(g), recCmp),`, `If:   []clientv3.Cmp{recCmp},`),
+		`If:   append(cmps, recCmp),`, `If:   append(cmps[:0:0], recCmp),`),
 	ind("ledger/same-decision-any-epoch", transitionGo, "a repeated Reject/Resolve under another grant is taken as the same decision",
 		`t.By == ch.by && t.Epoch == g.Epoch && t.Owner == g.Owner`, `t.By == ch.by && t.Owner == g.Owner`),
 	ind("ledger/moved-illegal-as-conflict", transitionGo, "a record that moved to a state the step may not leave is version_conflict, not illegal_transition",

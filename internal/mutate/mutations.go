@@ -229,7 +229,7 @@ var mutations = []Mutation{
 
 	// ---- the ledger's transition Txn and table (ledger/transition.go)
 	mut("transition/drop-guard", transitionGo, "a transition without the grant's guard",
-		`If:   append(l.c.Guard(g), recCmp),`, `If:   []clientv3.Cmp{recCmp},`,
+		`If:   append(cmps, recCmp),`, `If:   append(cmps[:0:0], recCmp),`,
 		ledgerPkg),
 	mut("transition/record-cmp-vacuous", transitionGo, "a transition without the record's ModRevision compare",
 		`recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)`, `recCmp := clientv3.Compare(clientv3.ModRevision(key), "!=", -1)`,
@@ -286,7 +286,7 @@ var mutations = []Mutation{
 		"r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID", "_ = prev",
 		run("./ledger", "TestUnobservableWorldWithdrawsTheClaim"), ledgerPkg),
 	mut("gateway/persist-real-timer", gatewayGo, "persist waits through the real timer, not the injected WithSleep",
-		`if l.sleep(rctx, wait) != nil`, `if sleepTimer(rctx, wait) != nil`,
+		`slept := l.sleep(rctx, wait)`, `slept := sleepTimer(rctx, wait)`,
 		run("./ledger", "TestDispatchRecordedWhenEtcdAnswersAgain"), ledgerPkg),
 	mut("authorize/any-policy", intentGo, "an approval under another policy than the current one is accepted",
 		`if a.Policy != cur {`, `if false {`,
