@@ -2,8 +2,11 @@ package cli_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 )
 
@@ -11,7 +14,8 @@ import (
 // through --endpoints: the tasks a revoke vacated and what was left of the
 // lease, the realm's recorded origin.
 func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
-	gw := newGatewayEnv(t)
+	var lose atomic.Bool
+	gw := newGatewayEnvWrapped(t, loseAnswers(&lose, leasegatev1connect.OperatorServiceRevokeLeaseProcedure))
 	e := gw.env
 
 	direct := e.lg(t, "realm", "show")
@@ -45,4 +49,15 @@ func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "acme/c") || !strings.Contains(r.stdout, "were left") {
 		t.Fatalf("table: %+v", r)
 	}
+
+	// An unreachable gateway is a hold; a revoke whose answer was lost may
+	// have applied (outcome_unknown), and revoking again tells.
+	for _, args := range [][]string{{"realm", "show"}, {"lease", "revoke", "--grant", g3}} {
+		want(t, execApp(t, call{}, append(gw.gatewayArgs("op1", "https://127.0.0.1:1"), args...)...), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	}
+	_, g4 := e.claim(t, "acme", "d", "w1", "30s")
+	lose.Store(true)
+	want(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
+	lose.Store(false)
+	wantOperatorAdvice(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -234,4 +235,50 @@ func loseAnswers(lose *atomic.Bool, procedures ...string) func(http.Handler) htt
 			panic(http.ErrAbortHandler)
 		})
 	}
+}
+
+// sameShape fails unless the last JSON objects of a (--endpoints) and b
+// (--gateway) have the same shape: the same keys at every depth, values of
+// the same JSON types (arrays compared by their first elements).
+func sameShape(t *testing.T, a, b result) {
+	t.Helper()
+	if d := shapeDiff("", lastJSON(t, a.stdout), lastJSON(t, b.stdout)); d != "" {
+		t.Fatalf("--endpoints and --gateway answer in other shapes (%s):\n%s\n%s", d, a.stdout, b.stdout)
+	}
+}
+
+func shapeDiff(path string, x, y any) string {
+	switch x := x.(type) {
+	case map[string]any:
+		ym, ok := y.(map[string]any)
+		if !ok {
+			return path + ": an object and " + reflect.TypeOf(y).String()
+		}
+		for k := range x {
+			if _, ok := ym[k]; !ok {
+				return path + "." + k + ": only through --endpoints"
+			}
+		}
+		for k := range ym {
+			if _, ok := x[k]; !ok {
+				return path + "." + k + ": only through --gateway"
+			}
+			if d := shapeDiff(path+"."+k, x[k], ym[k]); d != "" {
+				return d
+			}
+		}
+	case []any:
+		ys, ok := y.([]any)
+		if !ok {
+			return path + ": an array and another type"
+		}
+		if len(x) > 0 && len(ys) > 0 {
+			return shapeDiff(path+"[0]", x[0], ys[0])
+		}
+	default:
+		if reflect.TypeOf(x) != reflect.TypeOf(y) {
+			return fmt.Sprintf("%s: %T and %T", path, x, y)
+		}
+	}
+	return ""
 }
