@@ -19,6 +19,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
+	"github.com/leasegate/leasegate/adapters/httpidem"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -197,17 +198,21 @@ func gatewayProcess(t *testing.T, path string) string {
 }
 
 // The seed's corrected design on real providers: `leasegate serve` holds
-// the PostgreSQL password and the TSIG secret (its config names the files);
+// the PostgreSQL password, the TSIG secret and the origin service's token
+// (its config names the files);
 // a worker process that holds neither — its whole configuration is the
 // gateway's address and its own certificate — claims, proposes a
-// promotion of the standby and the traffic record's move, an approver
+// promotion of the standby, the traffic record's move and the origin
+// service's change (Idempotency-Key), an approver
 // identity authorizes each, the worker dispatches, and the real servers
 // show the effects: the standby is the writer on a new timeline (its log
 // shows pg_promote sent from the gateway's connection, under the operation
-// id), and named answers the new address.
+// id), named answers the new address, the origin service applied its
+// change once under the operation id.
 func TestServeConfigRealProviders(t *testing.T) {
 	pair := realprov.NewPGPair(t)
 	named := realprov.NewDNSServer(t, "checkout 60 IN A 10.0.0.1")
+	origins := realprov.NewIdemServer(t, map[string]string{"checkout": "db-a"})
 	e := newEnv(t)
 	dir := t.TempDir()
 	certs, err := gateway.WriteDevCerts(filepath.Join(dir, "pki"), "northstar.example", "relay-worker", "commander")
@@ -223,6 +228,7 @@ func TestServeConfigRealProviders(t *testing.T) {
 	}
 	tsigSecret := secret("tsig.secret", named.Secret()+"\n")
 	sessionKey := secret("session.key", strings.Repeat("s", 32))
+	originsToken := secret("origins.token", "tok-origins\n")
 	cfg := map[string]any{
 		"listen":           "127.0.0.1:0",
 		"tls":              map[string]string{"cert": certs.ServerCert, "key": certs.ServerKey, "client_ca": certs.CA},
@@ -240,6 +246,9 @@ func TestServeConfigRealProviders(t *testing.T) {
 			{"type": "dnsupdate", "dnsupdate": map[string]any{
 				"server": named.Addr, "zone": named.Zone, "tsig_key_name": named.KeyName,
 				"tsig_algorithm": realprov.DNSKeyAlg, "tsig_secret_file": tsigSecret}},
+			{"type": "httpidem", "kind": "cdn.origin", "httpidem": map[string]any{
+				"url": origins.URL + "/v1/records", "lookup": origins.URL + "/v1/changes?idempotency_key={key}",
+				"key_retention": "1h", "token_file": originsToken}},
 		},
 	}
 	b, _ := json.Marshal(cfg)
@@ -259,7 +268,7 @@ func TestServeConfigRealProviders(t *testing.T) {
 		if k == "LEASEGATE_WORKER_GATEWAY" {
 			continue
 		}
-		if b, err := os.ReadFile(v); err != nil || strings.Contains(string(b), strings.TrimSpace(string(pgPassword))) || strings.Contains(string(b), named.Secret()) {
+		if b, err := os.ReadFile(v); err != nil || strings.Contains(string(b), strings.TrimSpace(string(pgPassword))) || strings.Contains(string(b), named.Secret()) || strings.Contains(string(b), "tok-origins") {
 			t.Fatalf("%s=%s holds a provider credential (or cannot be read: %v)", k, v, err)
 		}
 	}
@@ -277,6 +286,10 @@ func TestServeConfigRealProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	telemetryDNS, err := dnsupdate.New(named.Addr, named.Zone, named.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	telemetryHTTP, err := httpidem.New(origins.URL+"/v1/records", httpidem.WithKind("cdn.origin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,9 +342,21 @@ func TestServeConfigRealProviders(t *testing.T) {
 		t.Fatalf("named answers %v, %v; want checkout at 10.0.0.2", r, err)
 	}
 
-	// The gateway's health shows both providers answering.
+	origin, err := telemetryHTTP.Effect("checkout", map[string]string{"value": "db-b"}, "failover-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, err = telemetryHTTP.Precondition(ctx, origin); err != nil {
+		t.Fatal(err)
+	}
+	settle("origin-to-db-b", origin, seen)
+	if v, n := origins.Value("checkout"), origins.Applied("origin-to-db-b"); v != "db-b" || n != 1 {
+		t.Fatalf("the origin service shows %q, applied %d times; want db-b once, under the operation id as its key", v, n)
+	}
+
+	// The gateway's health shows the three providers answering.
 	hc := grpchealth.NewClient(&http.Client{Transport: &http.Transport{TLSClientConfig: approver}}, addr)
-	for _, kind := range []string{pgpromote.Kind, dnsupdate.Kind} {
+	for _, kind := range []string{pgpromote.Kind, dnsupdate.Kind, "cdn.origin"} {
 		if res, err := hc.Check(ctx, &grpchealth.CheckRequest{Service: gateway.AdapterHealthService(kind)}); err != nil || res.Status != grpchealth.StatusServing {
 			t.Fatalf("health of %s: %+v, %v; want SERVING", kind, res, err)
 		}
