@@ -212,17 +212,17 @@ func drillAction(c *cli.Context) error {
 
 	prefix := drillPrefix(g.prefix)
 	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
-	var real *drill.RealProviders
+	var provs *drill.RealProviders
 	if s.real {
-		if real, err = drill.StartRealProviders(ctx); err != nil {
+		if provs, err = drill.StartRealProviders(ctx); err != nil {
 			return &drillFailed{why: "the real providers did not start: " + err.Error()}
 		}
 		defer func() {
-			if err := real.Close(); err != nil {
+			if err := provs.Close(); err != nil {
 				g.lg.Warn("stopping the real providers", zap.Error(err))
 			}
 		}()
-		opts = append(opts, drill.WithRealProviders(real))
+		opts = append(opts, drill.WithRealProviders(provs))
 		where += "; real providers (PostgreSQL 15 primary + standby, BIND 9), trials one at a time in real time"
 	}
 	if metrics != nil {
@@ -254,7 +254,7 @@ func drillAction(c *cli.Context) error {
 	case s.replay >= 0:
 		err = printReplay(g.out, rep)
 	case s.real:
-		st := real.Stats()
+		st := provs.Stats()
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+fmt.Sprintf(
 			"\nservers set up in %.1f s; reset before each trial (fresh standby by pg_basebackup, primary crashed, record reset) p50 %.2f s, max %.2f s over %d trials",
 			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds, true)
@@ -338,9 +338,9 @@ func drillProgress(w io.Writer, total int) *progressbar.ProgressBar {
 }
 
 // printDrill prints the report: faults are the fault kinds to list; real
-// says the trials ran on real providers (no replay: a violation names its
+// (onReal) says the trials ran on real providers (no replay: a violation names its
 // trial, and the trajectories are printed after the tables).
-func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.FaultKind, real bool) error {
+func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.FaultKind, onReal bool) error {
 	if p.json {
 		return p.result(rep, table{})
 	}
@@ -364,14 +364,14 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 		}
 		summary.rows = append(summary.rows, []string{string(d), fmt.Sprint(r.Trials), fmt.Sprint(faults),
 			fmt.Sprint(r.UnknownOperations), fmt.Sprint(r.Reconciled), fmt.Sprint(r.ManualReview),
-			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds), rate(r.Trials, r.Seconds, real)})
+			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds), rate(r.Trials, r.Seconds, onReal)})
 	}
 	graders := table{header: append([]string{"GRADER"}, upper(designs)...)}
 	for _, gr := range drill.Graders {
 		row := []string{string(gr)}
 		for _, d := range designs {
 			cell := fmt.Sprint(rep.Designs[d].Violations[gr])
-			if t, ok := rep.Designs[d].FirstViolation[gr]; ok && real {
+			if t, ok := rep.Designs[d].FirstViolation[gr]; ok && onReal {
 				cell += fmt.Sprintf(" (first: trial %d)", t)
 			} else if ok {
 				cell += fmt.Sprintf(" (first: --design %s --replay %d)", d, t)
@@ -401,7 +401,7 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 	if !rep.Pass {
 		verdict = "FAIL: " + rep.Why
 	}
-	if err := p.results(header, verdict, fixtures, summary, cost, graders, faults); err != nil || !real {
+	if err := p.results(header, verdict, fixtures, summary, cost, graders, faults); err != nil || !onReal {
 		return err
 	}
 	return printViolating(p, rep)
@@ -432,9 +432,9 @@ func printViolating(p printer, rep *drill.Report) error {
 
 // rate is trials per second, with two decimals for real trials (they
 // take seconds each).
-func rate(trials int, seconds float64, real bool) string {
+func rate(trials int, seconds float64, onReal bool) string {
 	r := float64(trials) / max(seconds, 1e-9)
-	if real {
+	if onReal {
 		return fmt.Sprintf("%.2f", r)
 	}
 	return fmt.Sprintf("%.0f", r)

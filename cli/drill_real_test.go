@@ -1,8 +1,10 @@
 package cli_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/internal/realprov"
@@ -35,7 +37,9 @@ func TestDrillRealProvidersFlags(t *testing.T) {
 func TestDrillRealProvidersOneTrial(t *testing.T) {
 	realprov.Skip(t, realprov.HavePostgres)
 	realprov.Skip(t, realprov.HaveBIND)
-	r := execApp(t, call{}, "drill", "--providers", "real", "--trials", "1", "--design", "fenced", "--seed", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // longer than lgtest's: a real trial takes seconds
+	defer cancel()
+	r := execApp(t, call{ctx: ctx}, "drill", "--providers", "real", "--trials", "1", "--design", "fenced", "--seed", "3")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -19,6 +19,16 @@
 // the cost of safety; scenario.go replays the seed's incident; svg.go draws
 // a trajectory.
 //
+// WithRealProviders runs the trials on real servers instead (real.go,
+// realtrial.go, realfenced.go, realnaive.go): a PostgreSQL primary and
+// streaming standby as the topology and BIND as the traffic record
+// (internal/realprov), reached through the reference adapters
+// (adapters/pgpromote, adapters/dnsupdate), one trial at a time in real
+// time, the trajectory read from the servers' own records. The Guarantees
+// below about determinism and virtual time are the simulated drill's; a
+// real trial is a draw of the seed's faults, not a replayable function of
+// it.
+//
 // # Guarantees
 //
 //   - A trial is a function of the seed and its number: actors run one at
@@ -34,7 +44,8 @@
 //
 // # Non-guarantees
 //
-//   - The providers and their contracts are simulations; time is virtual.
+//   - The providers and their contracts are simulations (unless
+//     WithRealProviders); time is virtual.
 //     A simulated lease expiry revokes the real etcd lease (etcd deletes the
 //     owner key as on expiry), at a time the drill chooses. See
 //     docs/drill.md for what the drill does not prove.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/internal/realprov"
 )
 
@@ -45,7 +44,10 @@ func TestRealProvidersDrill(t *testing.T) {
 	}
 	p := realProviders(t)
 	cli := embedtest.NewCluster(t).Client(t)
-	rep, err := drill.Run(lgtest.Ctx(t), cli, drill.WithRealProviders(p), drill.WithTrials(trials), drill.WithSeed(3),
+	// Real trials take seconds each: longer than lgtest's context allows.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(trials)*2*time.Minute)
+	defer cancel()
+	rep, err := drill.Run(ctx, cli, drill.WithRealProviders(p), drill.WithTrials(trials), drill.WithSeed(3),
 		drill.WithPrefix("/real"))
 	if err != nil {
 		t.Fatal(err)

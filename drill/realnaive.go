@@ -203,9 +203,6 @@ func (wk *realWorker) naiveChange(key, target string) (string, bool) {
 
 func (wk *realWorker) finishNaive() {
 	if wk.completed() {
-		wk.w.mu.Lock()
-		wk.w.closed = true
-		wk.w.mu.Unlock()
 		wk.note("history: recovery completed")
 	} else {
 		wk.note("history: recovery not completed after %d attempts", naiveAttempts)

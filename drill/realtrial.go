@@ -113,7 +113,6 @@ type realWorld struct {
 	mu         sync.Mutex // guards what follows, and the trajectory
 	traj       *Trajectory
 	journalRev int64
-	closed     bool // a worker verified traffic follows the writer
 	held       bool // a worker holds for the commander
 	errs       []error
 	history    naiveHistory
