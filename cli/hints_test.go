@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -92,7 +93,7 @@ func (e *env) stateValue(t *testing.T, tenant, task string) []byte {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("state key: %v, %v", resp, err)
 	}
-	var st coordinator.StateRecord
+	var st core.StateRecord
 	if err := json.Unmarshal(resp.Kvs[0].Value, &st); err != nil {
 		t.Fatal(err)
 	}

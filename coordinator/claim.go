@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Claim grants the session the task if nobody holds it, in one Txn:
@@ -45,12 +47,12 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 	}
 	c, k := s.c, s.c.keys
 	owner, fence := k.Owner(tenant, task), k.Fence(tenant, task)
-	fenceValue, _ := json.Marshal(FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
+	fenceValue, _ := json.Marshal(core.FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
 	// A realm rotated since this coordinator read it is adopted once: a
 	// claim carries no authority of its own, so it may start the new realm.
 	for try := 0; ; try++ {
 		realm, realmRev := c.realmAt()
-		resp, err := c.Txn(ctx, TxnRequest{Op: "claim", Tenant: tenant, Task: task,
+		resp, err := c.txn(ctx, core.TxnRequest{Op: "claim", Tenant: tenant, Task: task,
 			If: []clientv3.Cmp{
 				clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
 				clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", realmRev),

@@ -2,9 +2,9 @@ package coordinator
 
 // What a fenced Txn compares. Every use of a Grant — Renew, Release,
 // fencedtxn.Commit, the ledger's transitions, a caller's own Txn — puts
-// Guard(g) in its If and GuardReads(g) first in its Else, and classifies a
-// failed Txn with CheckGuard. The compares, all in the one Txn that also
-// performs the write:
+// Guard(g) in its If and guardReads(g) first in its Else, and classifies a
+// failed Txn with checkGuard (core.CheckGuard outside this package). The
+// compares, all in the one Txn that also performs the write:
 //
 //	Value(<p>/realm)            == g.Realm   else authority_generation_mismatch
 //	ModRevision(fence)          == g.Epoch   else stale_owner (a newer grant was published)
@@ -12,7 +12,7 @@ package coordinator
 //	Value(owner)                == g.Owner   equal epoch, other owner: stale_owner
 //	LeaseValue(owner)           == g.Lease   expiry or revocation deletes the key: expired_owner
 //
-// CheckGuard names the first that failed, in the order realm, fence, owner:
+// checkGuard names the first that failed, in the order realm, fence, owner:
 // authority_generation_mismatch, stale_owner (fence moved, or owner identity
 // or epoch differ), expired_owner (fence still the grant's, owner key gone).
 
@@ -24,13 +24,18 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Guard is the set of compares that hold exactly while g is the current,
 // live grant of its task: same realm, fence not moved since g's claim, the
 // owner key of that very claim, same owner, same lease (expiry or revocation
-// deletes the key). Put them in the If of a Txn of your own, and
-// GuardReads in its Else, to fence your own writes.
+// deletes the key). Put them in the If of a Txn of your own to fence your
+// own writes; when that Txn fails, Current says whether the grant is refused
+// (a refusal is for good: a fence never moves back, a rotated realm never
+// returns, a deleted owner key is never rewritten at the same revision) or
+// still current, so that your own compares failed.
 func (c *Coordinator) Guard(g Grant) []clientv3.Cmp {
 	k := c.keys
 	owner := k.Owner(g.Tenant, g.Task)
@@ -45,11 +50,12 @@ func (c *Coordinator) Guard(g Grant) []clientv3.Cmp {
 	)
 }
 
-// guardRoom is the spare capacity of Guard's and GuardReads' slices.
+// guardRoom is the spare capacity of Guard's and guardReads' slices.
 const guardRoom = 2
 
-// GuardReads are the reads CheckGuard classifies: realm, fence, owner.
-func (c *Coordinator) GuardReads(g Grant) []clientv3.Op {
+// guardReads are the reads checkGuard classifies: realm, fence, owner,
+// first in a guarded Txn's Else (core.GuardReads outside this package).
+func (c *Coordinator) guardReads(g Grant) []clientv3.Op {
 	k := c.keys
 	return append(make([]clientv3.Op, 0, guardRoom+3),
 		clientv3.OpGet(k.Realm()),
@@ -58,10 +64,11 @@ func (c *Coordinator) GuardReads(g Grant) []clientv3.Op {
 	)
 }
 
-// CheckGuard classifies the responses of GuardReads, read atomically with a
+// checkGuard classifies the responses of guardReads, read atomically with a
 // failed Guard: nil if g is current, else the first of
-// authority_generation_mismatch, stale_owner, expired_owner.
-func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error {
+// authority_generation_mismatch, stale_owner, expired_owner. fencedtxn and
+// the ledger call it as core.CheckGuard.
+func (c *Coordinator) checkGuard(op string, g Grant, rs []*pb.ResponseOp) error {
 	if len(rs) < 3 {
 		return Invalid(op, "the Txn's Else does not start with GuardReads")
 	}
@@ -84,7 +91,7 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 		return refuse(StaleOwner, "the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant "+
 			"(restored from a snapshot taken before it, or another cluster)", fence.ModRevision, g.Epoch)
 	}
-	var fr FenceRecord
+	var fr core.FenceRecord
 	if err := json.Unmarshal(fence.Value, &fr); err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {
 		return refuse(StaleOwner, "epoch %d belongs to owner %q lease %d, not %q lease %d", g.Epoch, fr.Owner, fr.Lease, g.Owner, g.Lease)
 	}
@@ -98,7 +105,7 @@ func (c *Coordinator) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 }
 
 // DescribeHolder completes the holder of a refusal (an *Error with a
-// Holder, as CheckGuard returns) with what CheckGuard's reads do not show:
+// Holder, as a refused Guard returns) with what the guard's reads do not show:
 // the task's protected state (StateVersion, LastOperation) and the seconds
 // left on the holder's lease (TTLLeft), read now. It returns err itself,
 // so that a refusal path reads `return c.DescribeHolder(ctx, err)`; any
@@ -124,7 +131,7 @@ func (c *Coordinator) DescribeHolder(ctx context.Context, err error) error {
 }
 
 // Current answers "is g still the current grant of its task?" with one
-// linearizable, read-only Txn of Guard(g), classified by CheckGuard. It
+// linearizable, read-only Txn of Guard(g), classified by checkGuard. It
 // returns nil while the realm, the fence, the owner key of g's very claim
 // and its lease all still match g. Otherwise it returns the *Error of the
 // refusal, with the holder the authority showed:
@@ -149,13 +156,13 @@ func (c *Coordinator) current(ctx context.Context, op string, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid(op, "%v", err)
 	}
-	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		If: c.Guard(g), Else: c.GuardReads(g)})
+	resp, err := c.txn(ctx, core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		If: c.Guard(g), Else: c.guardReads(g)})
 	if err != nil {
 		return err
 	}
 	if resp.Succeeded {
 		return nil
 	}
-	return c.DescribeHolder(ctx, c.CheckGuard(op, g, resp.Responses))
+	return c.DescribeHolder(ctx, c.checkGuard(op, g, resp.Responses))
 }

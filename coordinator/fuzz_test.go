@@ -37,7 +37,7 @@ func FuzzTaskKeys(f *testing.F) {
 		if !ok || gotT != t1 || gotK != k1 || gotO != o1 {
 			t.Fatalf("ParseOp(%q) = %q %q %q %v", op, gotT, gotK, gotO, ok)
 		}
-		if (t1 != t2 || k1 != k2 || o1 != o2) && (op == fuzzKeys.Op(t2, k2, o2) || fuzzKeys.Effect(t1, k1, o1) == fuzzKeys.Effect(t2, k2, o2)) {
+		if (t1 != t2 || k1 != k2 || o1 != o2) && (op == fuzzKeys.Op(t2, k2, o2) || fuzzKeys.effect(t1, k1, o1) == fuzzKeys.effect(t2, k2, o2)) {
 			t.Fatalf("operations %q/%q/%q and %q/%q/%q share a key", t1, k1, o1, t2, k2, o2)
 		}
 	})

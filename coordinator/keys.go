@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -55,8 +54,8 @@ const (
 	KindOwner   Kind = "owner"   // Owner: the task's owner key
 	KindState   Kind = "state"   // State: the task's protected state
 	KindOps     Kind = "ops"     // Op: a committed operation's record
-	KindEffects Kind = "effects" // Effect: a ledger record of an external effect
-	KindJournal Kind = "journal" // JournalEntry: a ledger transition
+	KindEffects Kind = "effects" // a ledger record of an external effect
+	KindJournal Kind = "journal" // a ledger transition
 )
 
 // NestedSubtree is the one path inside a keyspace under which another
@@ -84,47 +83,47 @@ func (k Keyspace) Op(tenant, task, operation string) string {
 	return k.task(KindOps, tenant, task) + "/" + escape(operation)
 }
 
-// Effect is the ledger record of one external effect of a task.
-func (k Keyspace) Effect(tenant, task, operation string) string {
+// effect is the ledger record of one external effect of a task.
+func (k Keyspace) effect(tenant, task, operation string) string {
 	return k.task(KindEffects, tenant, task) + "/" + escape(operation)
 }
 
-// EffectPrefix is the prefix of every ledger record of a task.
-func (k Keyspace) EffectPrefix(tenant, task string) string {
+// effectPrefix is the prefix of every ledger record of a task.
+func (k Keyspace) effectPrefix(tenant, task string) string {
 	return k.task(KindEffects, tenant, task) + "/"
 }
 
-// JournalEntry is the journal entry of an operation's seq-th ledger
+// journalEntry is the journal entry of an operation's seq-th ledger
 // transition. A fenced Txn cannot know its own revision before it applies,
 // so the ledger keys entries by operation and sequence number; the entry's
 // CreateRevision is the revision of the transition.
-func (k Keyspace) JournalEntry(tenant, task, operation string, seq int64) string {
-	return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)
+func (k Keyspace) journalEntry(tenant, task, operation string, seq int64) string {
+	return fmt.Sprintf("%s%020d", k.journalOperationPrefix(tenant, task, operation), seq)
 }
 
-// JournalOperationPrefix is the prefix of every journal entry of one
+// journalOperationPrefix is the prefix of every journal entry of one
 // operation.
-func (k Keyspace) JournalOperationPrefix(tenant, task, operation string) string {
-	return k.JournalPrefix(tenant, task) + escape(operation) + "/"
+func (k Keyspace) journalOperationPrefix(tenant, task, operation string) string {
+	return k.journalPrefix(tenant, task) + escape(operation) + "/"
 }
 
-// JournalPrefix is the prefix of every journal entry of a task.
-func (k Keyspace) JournalPrefix(tenant, task string) string {
+// journalPrefix is the prefix of every journal entry of a task.
+func (k Keyspace) journalPrefix(tenant, task string) string {
 	return k.task(KindJournal, tenant, task) + "/"
 }
 
-// RetentionMark is the retention clock mark written at revision: its value
+// retentionMark is the retention clock mark written at revision: its value
 // is the time (RFC 3339) read just after the mark was applied.
-func (k Keyspace) RetentionMark(revision int64) string {
-	return fmt.Sprintf("%s%020d", k.RetentionMarks(), revision)
+func (k Keyspace) retentionMark(revision int64) string {
+	return fmt.Sprintf("%s%020d", k.retentionMarks(), revision)
 }
 
-// RetentionClock is the key a retention run rewrites to learn the current
+// retentionClock is the key a retention run rewrites to learn the current
 // revision before it reads its clock.
-func (k Keyspace) RetentionClock() string { return k.prefix + "/retention/clock" }
+func (k Keyspace) retentionClock() string { return k.prefix + "/retention/clock" }
 
-// RetentionMarks is the prefix of every retention clock mark.
-func (k Keyspace) RetentionMarks() string { return k.prefix + "/retention/marks/" }
+// retentionMarks is the prefix of every retention clock mark.
+func (k Keyspace) retentionMarks() string { return k.prefix + "/retention/marks/" }
 
 // ParseOp splits an operation record's key back into tenant, task and
 // operation.
@@ -132,9 +131,9 @@ func (k Keyspace) ParseOp(key string) (tenant, task, operation string, ok bool) 
 	return k.parseOperation(KindOps, key)
 }
 
-// ParseEffect splits an effect record's key back into tenant, task and
+// parseEffect splits an effect record's key back into tenant, task and
 // operation.
-func (k Keyspace) ParseEffect(key string) (tenant, task, operation string, ok bool) {
+func (k Keyspace) parseEffect(key string) (tenant, task, operation string, ok bool) {
 	return k.parseOperation(KindEffects, key)
 }
 
@@ -280,28 +279,7 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// The values stored under the keys above.
-
-// FenceRecord is the value of a fence key: who the published epoch belongs to.
-type FenceRecord struct {
-	Owner string `json:"owner"`
-	Lease int64  `json:"lease"`
-}
-
-// StateRecord is the value of a state key. Its Version equals the etcd
-// Version of the key (the number of commits since it was created).
-type StateRecord struct {
-	Version   int64  `json:"version"`
-	Value     []byte `json:"value"`
-	Operation string `json:"operation"`
-	Epoch     int64  `json:"epoch"`
-}
-
-// OpRecord is the value of an operation key: the committed operation's
-// payload digest and the receipt every retry gets back.
-type OpRecord struct {
-	PayloadDigest string          `json:"payload_digest"`
-	Receipt       json.RawMessage `json:"receipt"`
-	Epoch         int64           `json:"epoch"`
-	Owner         string          `json:"owner"`
-}
+// The values stored under the keys above are internal/core/records.go's
+// (FenceRecord, StateRecord, OpRecord). The ledger's and retention's keys
+// (effect, journal*, retention*) are lent to them as core.KeysOf
+// (realm.go).

@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // LeaseInfo is what the authority shows of one lease carrying leasegate
@@ -174,7 +176,7 @@ func (c *Coordinator) ownerKeysByLease(ctx context.Context, op string) (map[int6
 // ownerKeys reads the owner keys of tenant (every tenant when "") and the
 // realm key at one revision.
 func (c *Coordinator) ownerKeys(ctx context.Context, op, tenant string) ([]*mvccpb.KeyValue, *mvccpb.KeyValue, int64, error) {
-	resp, err := c.Txn(ctx, TxnRequest{Op: op, Tenant: tenant, ReadOnly: true, Then: []clientv3.Op{
+	resp, err := c.txn(ctx, core.TxnRequest{Op: op, Tenant: tenant, ReadOnly: true, Then: []clientv3.Op{
 		clientv3.OpGet(c.keys.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),
 		clientv3.OpGet(c.keys.Realm()),
 	}})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // A Txn etcd can never accept is refused before any I/O, as invalid_input,
@@ -18,7 +20,7 @@ import (
 const opOverhead = 32
 
 // checkTxn reports why etcd would refuse r whatever its state.
-func (c *Coordinator) checkTxn(r TxnRequest) error {
+func (c *Coordinator) checkTxn(r core.TxnRequest) error {
 	max := c.opts.maxTxnOps
 	for _, n := range []struct {
 		what string
@@ -75,7 +77,7 @@ func duplicateKey(ops []clientv3.Op) (string, bool) {
 }
 
 // txnSize estimates, from above, the bytes of r on the wire.
-func txnSize(r TxnRequest) int {
+func txnSize(r core.TxnRequest) int {
 	n := opOverhead
 	for i := range r.If {
 		cmp := r.If[i].GetCompare()

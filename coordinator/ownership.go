@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Ownership is what the authority shows of one task at one revision.
@@ -171,7 +173,7 @@ func applyState(o *Ownership, kv *mvccpb.KeyValue) {
 	if kv == nil {
 		return
 	}
-	var st StateRecord
+	var st core.StateRecord
 	if err := json.Unmarshal(kv.Value, &st); err == nil {
 		o.StateVersion, o.LastOperation = st.Version, st.Operation
 	} else {

@@ -10,11 +10,17 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Coordinator is leasegate's view of one etcd keyspace: its realm, its keys,
 // and the client to reach it. It is safe for concurrent use.
 type Coordinator struct {
+	// lent is what the packages built on coordinator call and its users do
+	// not (internal/core): txn, checkGuard, guardReads and the ledger's and
+	// retention's keys, filled by newCoordinator.
+	lent
 	client  *clientv3.Client
 	keys    Keyspace
 	lg      *zap.Logger
@@ -47,7 +53,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 	}
 	realmKey := c.keys.Realm()
 	fresh := uuid.NewString()
-	resp, err := c.Txn(ctx, TxnRequest{Op: "new",
+	resp, err := c.txn(ctx, core.TxnRequest{Op: "new",
 		If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),
 		Then: []clientv3.Op{clientv3.OpPut(realmKey, fresh)},
 		Else: c.realmReads()})
@@ -104,6 +110,13 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 		return nil, Invalid(op, "nil etcd client")
 	}
 	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
+	k := c.keys
+	core.Lend(&c.lent, core.Plumbing[Grant]{Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
+		Keys: core.Keys{
+			Effect: k.effect, EffectPrefix: k.effectPrefix, ParseEffect: k.parseEffect,
+			JournalEntry: k.journalEntry, JournalOperationPrefix: k.journalOperationPrefix, JournalPrefix: k.journalPrefix,
+			RetentionClock: k.retentionClock, RetentionMark: k.retentionMark, RetentionMarks: k.retentionMarks,
+		}})
 	if o.registerer != nil {
 		m, err := newMetrics(o.registerer)
 		if err != nil {
@@ -152,11 +165,11 @@ func (c *Coordinator) noAncestorRealms() []clientv3.Cmp {
 // then skipped rather than the open refused.
 func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
 	c.ancestors = c.ancestorRealms()
-	resp, err := c.Txn(ctx, TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+	resp, err := c.txn(ctx, core.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
 	if DispositionOf(err) == PermissionDenied && len(c.ancestors) > 0 {
 		c.lg.Debug("the enclosing prefixes are not readable; nesting not checked", zap.String("prefix", c.keys.prefix))
 		c.ancestors = nil
-		resp, err = c.Txn(ctx, TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+		resp, err = c.txn(ctx, core.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
 	}
 	if err != nil {
 		return false, err
@@ -236,7 +249,7 @@ func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 		c.lg.Warn("realm origin not recorded: a restore will not be detected until the next rotation",
 			zap.String("realm", fresh), zap.String("disposition", string(DispositionOf(oerr))), zap.Error(oerr))
 	}
-	resp, err := c.Txn(ctx, TxnRequest{Op: "realm rotate", Then: then})
+	resp, err := c.txn(ctx, core.TxnRequest{Op: "realm rotate", Then: then})
 	if err != nil {
 		return "", err
 	}
@@ -250,3 +263,7 @@ func (c *Coordinator) adoptRealm(r string, rev int64) {
 	defer c.mu.Unlock()
 	c.realm, c.realmRev = r, rev
 }
+
+// lent is embedded in Coordinator under this unexported name, so that its
+// fields and method stay out of the public API.
+type lent = core.Lent[Grant]

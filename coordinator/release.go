@@ -6,6 +6,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Release deletes g's owner key if, and only if, g is still the current
@@ -22,13 +24,13 @@ func (c *Coordinator) release(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("release", "%v", err)
 	}
-	resp, err := c.Txn(ctx, TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
-		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.GuardReads(g)})
+	resp, err := c.txn(ctx, core.TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
+		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.guardReads(g)})
 	if err != nil {
 		return err
 	}
 	if !resp.Succeeded {
-		return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))
+		return c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))
 	}
 	logGrant(c.lg, zap.InfoLevel, "released", g, false)
 	return nil
@@ -45,7 +47,7 @@ func (s *Session) ReleaseTask(ctx context.Context, tenant, task string) error {
 		return Invalid("release", "%v", err)
 	}
 	owner := s.c.keys.Owner(tenant, task)
-	resp, err := s.c.Txn(ctx, TxnRequest{Op: "release", Tenant: tenant, Task: task,
+	resp, err := s.c.txn(ctx, core.TxnRequest{Op: "release", Tenant: tenant, Task: task,
 		If: []clientv3.Cmp{
 			clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),
 			clientv3.Compare(clientv3.Value(owner), "=", s.owner),

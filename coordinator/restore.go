@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Origin records, beside the realm, where it was minted: the etcd cluster
@@ -108,7 +110,7 @@ func (c *Coordinator) origin(ctx context.Context, op, realm string) (string, err
 func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64) {
 	value, err := c.origin(ctx, "new", realm)
 	if err == nil {
-		_, err = c.Txn(ctx, TxnRequest{Op: "new",
+		_, err = c.txn(ctx, core.TxnRequest{Op: "new",
 			If:   []clientv3.Cmp{clientv3.Compare(clientv3.Value(c.keys.Realm()), "=", realm), clientv3.Compare(clientv3.ModRevision(c.keys.Realm()), "=", rev)},
 			Then: []clientv3.Op{clientv3.OpPut(c.keys.Origin(), value)}})
 	}
@@ -121,7 +123,7 @@ func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64)
 // CheckOrigin reads the realm and its origin and compares them with the
 // cluster answering now. It writes nothing.
 func (c *Coordinator) CheckOrigin(ctx context.Context) (OriginCheck, error) {
-	resp, err := c.Txn(ctx, TxnRequest{Op: "realm", ReadOnly: true,
+	resp, err := c.txn(ctx, core.TxnRequest{Op: "realm", ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(c.keys.Realm()), clientv3.OpGet(c.keys.Origin())}})
 	if err != nil {
 		return OriginCheck{}, err

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // DialOptions are the gRPC dial options leasegate needs on the etcd client
@@ -249,20 +251,13 @@ func definitelyNotApplied(code codes.Code) bool {
 	return false
 }
 
-// TxnRequest is one Txn for packages built on coordinator (fencedtxn's
-// commit and ledger), so their transport failures are classified like the
-// coordinator's own.
-type TxnRequest struct {
-	Op, Tenant, Task string
-	If               []clientv3.Cmp
-	Then, Else       []clientv3.Op
-	ReadOnly         bool // no Then op writes: a failure is authority_unavailable
-}
-
-// Txn runs r. Its error, if any, is an *Error: authority_unavailable when
+// txn runs r. Its error, if any, is an *Error: authority_unavailable when
 // the request never left this process (or was a read), outcome_unknown when
-// it may have reached etcd, expired_owner when etcd named a lease gone.
-func (c *Coordinator) Txn(ctx context.Context, r TxnRequest) (*clientv3.TxnResponse, error) {
+// it may have reached etcd, expired_owner when etcd named a lease gone. The
+// packages built on coordinator (fencedtxn, ledger, retention) run their
+// Txns through it as core.Txn, so their transport failures are classified
+// like the coordinator's own.
+func (c *Coordinator) txn(ctx context.Context, r core.TxnRequest) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	req := request{op: r.Op, tenant: r.Tenant, task: r.Task, mutating: !r.ReadOnly}
 	if err := c.checkTxn(r); err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/digest"
 )
 
@@ -129,7 +130,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
 	req, receipt, digest := prepare(c, g, in, o.ops)
-	resp, err := c.Txn(ctx, req)
+	resp, err := core.Txn(c, ctx, req)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -157,12 +158,12 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 		log("committed", zap.Int64("version", receipt.CommittedVersion))
 		return receipt, nil
 	}
-	if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {
+	if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {
 		log("commit refused", zap.String("disposition", string(coordinator.DispositionOf(err))))
 		return Receipt{}, err
 	}
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
-		var rec coordinator.OpRecord
+		var rec core.OpRecord
 		if err := json.Unmarshal(opKV[0].Value, &rec); err != nil {
 			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
 				fmt.Sprintf("operation record unreadable: %v", err))
@@ -191,14 +192,14 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 
 // prepare builds the commit's Txn: the receipt it stores, the operation
 // record and the state, and the compares and reads around them.
-func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []clientv3.Op) (coordinator.TxnRequest, Receipt, string) {
+func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []clientv3.Op) (core.TxnRequest, Receipt, string) {
 	k := c.Keys()
 	stateKey, opKey := k.State(in.Tenant, in.Task), k.Op(in.Tenant, in.Task, in.Operation)
 	digest := Digest(in)
 	receipt := Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
 		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
 	opValue := encodeOpRecord(digest, receipt, g.Epoch, g.Owner)
-	stateValue := encodeState(coordinator.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
+	stateValue := encodeState(core.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
 		Operation: in.Operation, Epoch: g.Epoch})
 
 	cmps, els := guard(c, g, 2)
@@ -207,7 +208,7 @@ func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []c
 		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
 	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, ops...)
 	els = append(els, clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
-	return coordinator.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
+	return core.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
 }
 
 func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o commitOptions) error {

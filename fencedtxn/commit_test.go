@@ -11,6 +11,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -59,7 +60,7 @@ func TestCommitBinaryValueAndCallerOps(t *testing.T) {
 	if err != nil || len(st.Kvs) != 1 {
 		t.Fatal(err)
 	}
-	var rec coordinator.StateRecord
+	var rec core.StateRecord
 	if err := json.Unmarshal(st.Kvs[0].Value, &rec); err != nil || string(rec.Value) != value || rec.Version != 1 || rec.Epoch != g.Epoch {
 		t.Fatalf("state record %+v %v", rec, err)
 	}
@@ -83,12 +84,12 @@ func TestGuardFencesCallersTxn(t *testing.T) {
 		resp, err := c.Client().Txn(ctx).
 			If(append(c.Guard(g), extra...)...).
 			Then(clientv3.OpPut("/app/value", g.Owner)).
-			Else(c.GuardReads(g)...).
+			Else(core.GuardReads(c, g)...).
 			Commit()
 		if err != nil || resp.Succeeded {
 			return err
 		}
-		return c.CheckGuard("guard", g, resp.Responses)
+		return core.CheckGuard(c, "guard", g, resp.Responses)
 	}
 	if err := put(g); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // guardCache keeps, per coordinator and grant, the guard's compares and
@@ -40,7 +41,7 @@ func guard(c *coordinator.Coordinator, g coordinator.Grant, extra int) ([]client
 	e, ok := guardCache.m[k]
 	guardCache.Unlock()
 	if !ok {
-		e = guardEntry{c.Guard(g), c.GuardReads(g)}
+		e = guardEntry{c.Guard(g), core.GuardReads(c, g)}
 		guardCache.Lock()
 		if len(guardCache.m) >= maxGuards {
 			clear(guardCache.m)

@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // State is a task's protected state as its last commit left it.
@@ -35,7 +36,7 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 	if err := coordinator.CheckTask(tenant, task); err != nil {
 		return State{}, coordinator.Invalid("get", "%v", err)
 	}
-	resp, err := c.Txn(ctx, coordinator.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
+	resp, err := core.Txn(c, ctx, core.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(c.Keys().State(tenant, task))}})
 	if err != nil {
 		return State{}, err
@@ -46,7 +47,7 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 		return st, nil
 	}
 	st.Revision = kvs[0].ModRevision
-	var rec coordinator.StateRecord
+	var rec core.StateRecord
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
 		// Written by other means than Commit: show it as etcd holds it,
 		// with no operation and no epoch, like Coordinator.Owner does.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -15,10 +16,11 @@ func TestUndecodableStoredDataIsCorruptRecord(t *testing.T) {
 	e := newEnv(t)
 	e.authorized(e.g, "journal", promote("db-b"))
 	k := e.c.Keys()
-	if _, err := e.c.Client().Put(e.ctx, k.Effect(tenant, task, "record"), "{not json"); err != nil {
+	lk := core.KeysOf(e.c)
+	if _, err := e.c.Client().Put(e.ctx, lk.Effect(tenant, task, "record"), "{not json"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.Client().Put(e.ctx, k.JournalEntry(tenant, task, "journal", 1), "{not json"); err != nil {
+	if _, err := e.c.Client().Put(e.ctx, lk.JournalEntry(tenant, task, "journal", 1), "{not json"); err != nil {
 		t.Fatal(err)
 	}
 	for name, call := range map[string]func() error{

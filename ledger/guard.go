@@ -6,10 +6,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // guards keeps, per grant, the guard's compares and reads
-// (coordinator.Guard, GuardReads) that every transition of that grant puts
+// (coordinator.Guard, core.GuardReads) that every transition of that grant puts
 // in its Txn: a worker makes many transitions under one grant, and
 // building them — six keys, five compares, three reads — was most of a
 // transition's Txn building besides its records. An entry is exactly what
@@ -38,7 +39,7 @@ func (l *Ledger) guard(g coordinator.Grant) ([]clientv3.Cmp, []clientv3.Op) {
 	e, ok := h.m[g]
 	h.mu.Unlock()
 	if !ok {
-		e = guardEntry{l.c.Guard(g), l.c.GuardReads(g)}
+		e = guardEntry{l.c.Guard(g), core.GuardReads(l.c, g)}
 		h.mu.Lock()
 		if h.m == nil || len(h.m) >= maxGuards {
 			h.m = map[coordinator.Grant]guardEntry{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -30,7 +31,7 @@ func TestGuardCache(t *testing.T) {
 	for range 3 {
 		for _, g := range []coordinator.Grant{a, b, stale} {
 			cmps, reads := l.guard(g)
-			if !reflect.DeepEqual(cmps, c.Guard(g)) || !reflect.DeepEqual(reads, c.GuardReads(g)) {
+			if !reflect.DeepEqual(cmps, c.Guard(g)) || !reflect.DeepEqual(reads, core.GuardReads(c, g)) {
 				t.Fatalf("the cached guard of %s epoch %d differs from Guard's", g.Task, g.Epoch)
 			}
 			_ = append(cmps, cmps[0]) // build's append of the record's compare

@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Reconcile is what a new owner of a task runs on taking over: every
@@ -188,8 +189,8 @@ func (l *Ledger) currentList(ctx context.Context, op string, g coordinator.Grant
 	if err := l.c.Current(ctx, g); err != nil {
 		return nil, err
 	}
-	resp, err := l.c.Txn(ctx, coordinator.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(l.c.Keys().EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())}})
+	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())}})
 	if err != nil {
 		return nil, err
 	}

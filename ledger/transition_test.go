@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -73,7 +74,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 			return rec
 		}
 		v, _ := json.Marshal(rec)
-		resp, err := e.c.Client().Put(e.ctx, e.c.Keys().Effect(tenant, task, op), string(v))
+		resp, err := e.c.Client().Put(e.ctx, core.KeysOf(e.c).Effect(tenant, task, op), string(v))
 		if err != nil {
 			t.Fatal(err)
 		}

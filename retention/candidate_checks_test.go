@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
 )
@@ -49,13 +50,14 @@ func TestMarkCandidateMustBeAMark(t *testing.T) {
 	cl := embedtest.NewCluster(t)
 	f := newFixture(t, cl)
 	k := f.c.Keys()
+	lk := core.KeysOf(f.c)
 	sibling := lgtest.CoordinatorOf(t, f.cli, coordinator.WithPrefix(k.Prefix()+"0"))
 	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "live")
 	sg := lgtest.Claim(t, lgtest.Session(t, sibling, "worker", 30*time.Second), "t", "live")
-	if _, err := f.cli.Put(lgtest.Ctx(t), k.RetentionMarks()+"not-a-revision", "x"); err != nil {
+	if _, err := f.cli.Put(lgtest.Ctx(t), lk.RetentionMarks()+"not-a-revision", "x"); err != nil {
 		t.Fatal(err)
 	}
-	junk, err := f.cli.Get(lgtest.Ctx(t), k.RetentionMarks()+"not-a-revision")
+	junk, err := f.cli.Get(lgtest.Ctx(t), lk.RetentionMarks()+"not-a-revision")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +65,8 @@ func TestMarkCandidateMustBeAMark(t *testing.T) {
 	for _, c := range []retention.Candidate{
 		{Kind: retention.KindMark, Key: k.Owner("t", "live"), ModRevision: g.Epoch},
 		{Kind: retention.KindMark, Key: sibling.Keys().Owner("t", "live"), ModRevision: sg.Epoch},
-		{Kind: retention.KindMark, Key: k.RetentionMarks(), ModRevision: g.Epoch},
-		{Kind: retention.KindMark, Key: k.RetentionMarks() + "not-a-revision", ModRevision: junk.Kvs[0].ModRevision},
+		{Kind: retention.KindMark, Key: lk.RetentionMarks(), ModRevision: g.Epoch},
+		{Kind: retention.KindMark, Key: lk.RetentionMarks() + "not-a-revision", ModRevision: junk.Kvs[0].ModRevision},
 	} {
 		_, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{c}})
 		lgtest.Want(t, err, coordinator.InvalidInput)
@@ -84,7 +86,7 @@ func TestMarkCandidateMustBeAMark(t *testing.T) {
 	if err := f.gc.Mark(lgtest.Ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	marks, err := f.cli.Get(lgtest.Ctx(t), k.RetentionMarks()+"0", clientv3.WithPrefix())
+	marks, err := f.cli.Get(lgtest.Ctx(t), lk.RetentionMarks()+"0", clientv3.WithPrefix())
 	if err != nil || len(marks.Kvs) != 1 {
 		t.Fatalf("marks: %v %v", marks, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -126,6 +127,7 @@ func WithLogger(lg *zap.Logger) Option {
 type Collector struct {
 	c      *coordinator.Coordinator
 	keys   coordinator.Keyspace
+	lk     core.Keys // the ledger's and retention's keys
 	window time.Duration
 	now    func() time.Time
 	lg     *zap.Logger
@@ -142,7 +144,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Collector, error) {
 			return nil, coordinator.Invalid("gc", "%v", err)
 		}
 	}
-	return &Collector{c: c, keys: c.Keys(), window: o.window, now: o.now, lg: o.lg.Named("retention")}, nil
+	return &Collector{c: c, keys: c.Keys(), lk: core.KeysOf(c), window: o.window, now: o.now, lg: o.lg.Named("retention")}, nil
 }
 
 // Window is the retention window.
@@ -169,15 +171,15 @@ func (g *Collector) Run(ctx context.Context) (Plan, Result, error) {
 func (g *Collector) Mark(ctx context.Context) error {
 	// Learn a revision first, then read the clock: everything below that
 	// revision was applied before the clock was read.
-	resp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: "gc mark",
-		Then: []clientv3.Op{clientv3.OpPut(g.keys.RetentionClock(), "")}})
+	resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: "gc mark",
+		Then: []clientv3.Op{clientv3.OpPut(g.lk.RetentionClock(), "")}})
 	if err != nil {
 		return err
 	}
 	rev := resp.Header.Revision
 	at := g.now().UTC()
-	_, err = g.c.Txn(ctx, coordinator.TxnRequest{Op: "gc mark",
-		Then: []clientv3.Op{clientv3.OpPut(g.keys.RetentionMark(rev), at.Format(time.RFC3339Nano))}})
+	_, err = core.Txn(g.c, ctx, core.TxnRequest{Op: "gc mark",
+		Then: []clientv3.Op{clientv3.OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))}})
 	if err != nil {
 		return err
 	}
@@ -195,8 +197,8 @@ func (g *Collector) horizon(ctx context.Context) (rev int64, at time.Time, stale
 		at  time.Time
 	}
 	var old []mark
-	err = g.scan(ctx, "gc", g.keys.RetentionMarks(), func(kv *mvccpb.KeyValue) {
-		r, perr := strconv.ParseInt(strings.TrimPrefix(string(kv.Key), g.keys.RetentionMarks()), 10, 64)
+	err = g.scan(ctx, "gc", g.lk.RetentionMarks(), func(kv *mvccpb.KeyValue) {
+		r, perr := strconv.ParseInt(strings.TrimPrefix(string(kv.Key), g.lk.RetentionMarks()), 10, 64)
 		t, terr := time.Parse(time.RFC3339Nano, string(kv.Value))
 		if perr != nil || terr != nil || t.After(cutoff) {
 			return
@@ -236,7 +238,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 		if !ok {
 			return
 		}
-		var rec coordinator.OpRecord
+		var rec core.OpRecord
 		var rc fencedtxn.Receipt
 		if json.Unmarshal(kv.Value, &rec) != nil || json.Unmarshal(rec.Receipt, &rc) != nil || rc.CommittedVersion < 1 {
 			return // not a record Commit wrote: leave it to an operator
@@ -251,7 +253,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 		if kv.ModRevision >= h {
 			return
 		}
-		tenant, task, op, ok := g.keys.ParseEffect(string(kv.Key))
+		tenant, task, op, ok := g.lk.ParseEffect(string(kv.Key))
 		if !ok {
 			return
 		}
@@ -321,7 +323,7 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 		}
 		if c.Kind == KindMark {
 			if c.Key != g.keyOf(c) {
-				return r, coordinator.Invalid("gc", "candidate %q is not a retention mark of %s (a key %s<revision>)", c.Key, g.keys.Prefix(), g.keys.RetentionMarks())
+				return r, coordinator.Invalid("gc", "candidate %q is not a retention mark of %s (a key %s<revision>)", c.Key, g.keys.Prefix(), g.lk.RetentionMarks())
 			}
 		} else if want := g.keyOf(c); c.Key != want {
 			return r, coordinator.Invalid("gc", "candidate %q is not the %s key of %q/%q/%q (%q)", c.Key, c.Kind, c.Tenant, c.Task, c.Operation, want)
@@ -374,7 +376,7 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 func (g *Collector) keyOf(c Candidate) string {
 	switch c.Kind {
 	case KindMark:
-		rest, ok := strings.CutPrefix(c.Key, g.keys.RetentionMarks())
+		rest, ok := strings.CutPrefix(c.Key, g.lk.RetentionMarks())
 		if !ok {
 			return ""
 		}
@@ -382,13 +384,13 @@ func (g *Collector) keyOf(c Candidate) string {
 		if err != nil || rev <= 0 {
 			return ""
 		}
-		return g.keys.RetentionMark(rev)
+		return g.lk.RetentionMark(rev)
 	case KindOp:
 		return g.keys.Op(c.Tenant, c.Task, c.Operation)
 	case KindFence:
 		return g.keys.Fence(c.Tenant, c.Task)
 	case KindEffect:
-		return g.keys.Effect(c.Tenant, c.Task, c.Operation)
+		return g.lk.Effect(c.Tenant, c.Task, c.Operation)
 	}
 	return ""
 }
@@ -402,10 +404,10 @@ func (g *Collector) delete(ctx context.Context, batch []Candidate) (bool, error)
 		cmps = append(cmps, gc...)
 		dels = append(dels, clientv3.OpDelete(c.Key))
 		if c.Kind == KindEffect {
-			dels = append(dels, clientv3.OpDelete(g.keys.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))
+			dels = append(dels, clientv3.OpDelete(g.lk.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))
 		}
 	}
-	resp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: "gc", If: cmps, Then: dels})
+	resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: "gc", If: cmps, Then: dels})
 	if err != nil {
 		return false, err
 	}
@@ -426,7 +428,7 @@ func (g *Collector) scan(ctx context.Context, op, prefix string, f func(*mvccpb.
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
 	for {
-		resp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: op, ReadOnly: true,
+		resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: op, ReadOnly: true,
 			Then: []clientv3.Op{clientv3.OpGet(from, clientv3.WithRange(end), clientv3.WithLimit(pageSize))}})
 		if err != nil {
 			return err

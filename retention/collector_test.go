@@ -12,6 +12,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
 )
@@ -144,7 +145,7 @@ func TestRetention(t *testing.T) {
 		f.run(t)
 		f.clk.advance(2 * window)
 		f.run(t)
-		resp, err := f.cli.Get(lgtest.Ctx(t), f.c.Keys().RetentionMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := f.cli.Get(lgtest.Ctx(t), core.KeysOf(f.c).RetentionMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil || resp.Count > 2 {
 			t.Fatalf("%d marks after 5 runs (%v); want at most 2", resp.Count, err)
 		}

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -54,7 +55,7 @@ func TestRetentionLedger(t *testing.T) {
 	}
 	f.clk.advance(2 * window)
 	r := f.run(t)
-	k := f.c.Keys()
+	k := core.KeysOf(f.c)
 	if !deleted(r, k.Effect("t", "effects", "done")) {
 		t.Fatalf("resolved record past the window not collected: %+v", r)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
 )
@@ -98,7 +99,7 @@ func TestMarksAndPlans(t *testing.T) {
 		for from := 1; from <= n; from += 100 {
 			var puts []clientv3.Op
 			for i := from; i < from+100 && i <= n; i++ {
-				puts = append(puts, clientv3.OpPut(f.c.Keys().RetentionMark(int64(i)), old))
+				puts = append(puts, clientv3.OpPut(core.KeysOf(f.c).RetentionMark(int64(i)), old))
 			}
 			if _, err := f.cli.Txn(ctx).Then(puts...).Commit(); err != nil {
 				t.Fatal(err)

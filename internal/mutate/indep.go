@@ -103,7 +103,7 @@ var indepMutations = []Mutation{
 	ind("current/not-validated", fenceGo, "Current sends a grant that is not a grant at all instead of refusing it as invalid_input",
 		"if err := g.Validate(); err != nil {\n\t\treturn Invalid(op, \"%v\", err)", "if err := g.Validate(); err != nil && false {\n\t\treturn Invalid(op, \"%v\", err)"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
-		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.GuardReads(g)})"),
+		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})"),
 
 	// ---- coordinator/grant.go
 	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
@@ -122,7 +122,7 @@ var indepMutations = []Mutation{
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
 	ind("release/refusal-swallowed", releaseGo, "a refused Release reports success",
-		`return c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.CheckGuard("release", g, resp.Responses))`),
+		`return c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 
@@ -149,8 +149,8 @@ var indepMutations = []Mutation{
 		`ctx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/2, minAttempt))`, `ctx, cancel = context.WithTimeout(ctx, max(time.Until(dl), minAttempt))`),
 	ind("session/retry-rides-the-balancer", keepAliveGo, "a retry goes through the client's balancer, which may pick the hung member again",
 		`if ep != "" {
-		own, err := s.c.client.Dial(ep)`, `if ep != "" && false {
-		own, err := s.c.client.Dial(ep)`),
+		own, closeOwn, err := s.c.dialMember(ctx, ep)`, `if ep != "" && false {
+		own, closeOwn, err := s.c.dialMember(ctx, ep)`),
 	ind("session/margin-equal-ttl", sessionGo, "a margin equal to the TTL is accepted (the session is born past its deadline)",
 		`if o.margin >= ttl {`, `if o.margin > ttl {`),
 	ind("session/ttl-fraction", sessionGo, "a TTL that is not whole seconds is accepted (and rounded by etcd)",
@@ -216,13 +216,13 @@ var indepMutations = []Mutation{
 	ind("keys/label-space", keysGo, "a label may contain a space",
 		"c < 33 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte", "c < 32 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte"),
 	ind("keys/journal-unpadded", keysGo, "journal entries are keyed by an unpadded seq (entry 10 sorts before 2)",
-		`return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.JournalOperationPrefix(tenant, task, operation), seq)`),
+		`return fmt.Sprintf("%s%020d", k.journalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.journalOperationPrefix(tenant, task, operation), seq)`),
 	ind("keys/tenant-prefix-open", keysGo, "a tenant's prefix lacks its trailing '/': tenant a covers tenant ab",
 		"return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant) + \"/\"\n", "return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant)\n"),
 	ind("keys/effect-prefix-open", keysGo, "a task's effect prefix lacks its trailing '/': task t covers task t2",
 		"return k.task(KindEffects, tenant, task) + \"/\"\n", "return k.task(KindEffects, tenant, task)\n"),
 	ind("keys/journal-op-prefix-open", keysGo, "an operation's journal prefix lacks its trailing '/': operation a covers a1",
-		`return k.JournalPrefix(tenant, task) + escape(operation) + "/"`, `return k.JournalPrefix(tenant, task) + escape(operation)`),
+		`return k.journalPrefix(tenant, task) + escape(operation) + "/"`, `return k.journalPrefix(tenant, task) + escape(operation)`),
 	ind("keys/prefix-trailing-slash", keysGo, "a prefix ending in '/' is accepted",
 		`if strings.HasSuffix(p, "/") {`, `if false {`),
 
@@ -325,7 +325,7 @@ var indepMutations = []Mutation{
 	ind("commit/value-limit-inclusive", commitGo, "a value of exactly the limit is refused",
 		`if len(in.Value) > o.maxValue {`, `if len(in.Value) >= o.maxValue {`),
 	ind("commit/guard-refusal-skipped", commitGo, "a failed guard is not classified: the refusal reads as a version conflict or retry",
-		`if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil {`, `if err := c.CheckGuard("commit", g, resp.Responses[:3]); err != nil && false {`),
+		`if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {`, `if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil && false {`),
 	ind("commit/receipt-no-revision", commitGo, "a first commit's receipt carries no revision",
 		`receipt.Revision = resp.Header.Revision`, ``),
 
@@ -351,7 +351,7 @@ var indepMutations = []Mutation{
 	ind("ledger/record-compare-exists", transitionGo, "a transition compares only that the record exists, not its revision",
 		`recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)`, `recCmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)`),
 	ind("ledger/journal-overwrite", transitionGo, "a transition's journal entry is written under the previous seq",
-		`clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(k.JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
+		`clientv3.OpPut(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
 	ind("ledger/transition-unguarded", transitionGo, "a transition is not fenced by the grant",
 		`If:   append(cmps, recCmp),`, `If:   append(cmps[:0:0], recCmp),`),
 	ind("ledger/same-decision-any-epoch", transitionGo, "a repeated Reject/Resolve under another grant is taken as the same decision",
@@ -423,10 +423,10 @@ var indepMutations = []Mutation{
 
 	// ---- retention/collector.go
 	indN("gc/mark-clock-before-revision", collectorGo, "a mark's time is read before its revision is learned",
-		Edit{"\tresp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := g.c.Txn(ctx, coordinator.TxnRequest{Op: \"gc mark\","},
-		Edit{"\tat := g.now().UTC()\n\t_, err = g.c.Txn", "\t_, err = g.c.Txn"}),
+		Edit{"\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\","},
+		Edit{"\tat := g.now().UTC()\n\t_, err = core.Txn(g.c", "\t_, err = core.Txn(g.c"}),
 	ind("gc/mark-seconds", collectorGo, "marks are stamped to the second: a mark reads up to 1s older than it is",
-		`OpPut(g.keys.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.keys.RetentionMark(rev), at.Format(time.RFC3339))`),
+		`OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339))`),
 	ind("gc/horizon-oldest", collectorGo, "the horizon is the oldest old mark, not the newest",
 		`if m.rev > newest.rev {`, `if m.rev < newest.rev {`),
 	ind("gc/horizon-mark-collected", collectorGo, "the horizon's own mark is collected with the older ones",
@@ -449,7 +449,7 @@ var indepMutations = []Mutation{
 		`!strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {`, `!strings.HasPrefix(c.Key, g.keys.Prefix()) {`).
 		equivalent("since 166d107 every candidate's key must equal the key its fields name (a mark's included), and those are all under <prefix>/: a sibling-prefix key is refused by that check whatever the prefix test says"),
 	ind("gc/journal-kept", collectorGo, "a collected ledger record's journal entries are left behind",
-		`dels = append(dels, clientv3.OpDelete(g.keys.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))`, ``),
+		`dels = append(dels, clientv3.OpDelete(g.lk.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))`, ``),
 	ind("gc/batch-all-kept", collectorGo, "one failed guard keeps its whole batch",
 		"r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}", "r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}\n\t\tr.Kept = append(r.Kept, batch...)\n\t\tcontinue"),
 	ind("gc/page-overlap", collectorGo, "a scan's next page starts at the last key read, not after it",
