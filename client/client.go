@@ -67,7 +67,8 @@ type options struct {
 // Option configures New.
 type Option func(*options) error
 
-// WithGRPC speaks gRPC rather than the Connect protocol (both on HTTP/2).
+// WithGRPC speaks gRPC rather than the Connect protocol, every call over
+// HTTP/2 (without it, unary calls go over HTTP/1.1 and streams over HTTP/2).
 func WithGRPC() Option {
 	return func(o *options) error { o.grpc = true; return nil }
 }
