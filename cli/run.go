@@ -299,8 +299,14 @@ func withoutCredentials(env []string) []string {
 	return out
 }
 
-// childEnv is the grant, as the child sees it.
+// childEnv is the grant, as the child sees it, and where to reach the same
+// etcd.
 func childEnv(g *globals, grant coordinator.Grant) []string {
+	return append(grantEnv(grant), "LEASEGATE_ENDPOINTS="+strings.Join(g.endpoints, ","), "LEASEGATE_PREFIX="+g.prefix)
+}
+
+// grantEnv is the grant in the child's environment.
+func grantEnv(grant coordinator.Grant) []string {
 	raw, _ := json.Marshal(grant)
 	return []string{
 		"LEASEGATE_TENANT=" + grant.Tenant,
@@ -310,8 +316,6 @@ func childEnv(g *globals, grant coordinator.Grant) []string {
 		"LEASEGATE_LEASE=" + coordinator.FormatLeaseID(grant.Lease),
 		"LEASEGATE_REALM=" + grant.Realm,
 		"LEASEGATE_GRANT=" + string(raw),
-		"LEASEGATE_ENDPOINTS=" + strings.Join(g.endpoints, ","),
-		"LEASEGATE_PREFIX=" + g.prefix,
 	}
 }
 

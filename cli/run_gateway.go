@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -273,15 +271,5 @@ func gatewaySessionLost(g coordinator.Grant, s *client.Session) *coordinator.Err
 // its own: this process's key is not passed on, nor the session token
 // (renewals stay this process's).
 func gatewayChildEnv(g *globals, grant coordinator.Grant) []string {
-	raw, _ := json.Marshal(grant)
-	return []string{
-		"LEASEGATE_TENANT=" + grant.Tenant,
-		"LEASEGATE_TASK=" + grant.Task,
-		"LEASEGATE_OWNER=" + grant.Owner,
-		"LEASEGATE_EPOCH=" + strconv.FormatInt(grant.Epoch, 10),
-		"LEASEGATE_LEASE=" + coordinator.FormatLeaseID(grant.Lease),
-		"LEASEGATE_REALM=" + grant.Realm,
-		"LEASEGATE_GRANT=" + string(raw),
-		"LEASEGATE_GATEWAY=" + g.gateway,
-	}
+	return append(grantEnv(grant), "LEASEGATE_GATEWAY="+g.gateway)
 }

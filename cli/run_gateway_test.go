@@ -119,6 +119,7 @@ func TestRunThroughTheGatewayOwnershipLost(t *testing.T) {
 	}
 }
 
+// grantOfChild is the grant a child printed ("grant=<JSON>").
 func grantOfChild(t *testing.T, out string) coordinator.Grant {
 	t.Helper()
 	var g coordinator.Grant

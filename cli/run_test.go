@@ -126,19 +126,7 @@ while :; do sleep 1; done`
 func (e *env) startChild(t *testing.T, task, script string, extra ...string) (*background, coordinator.Grant) {
 	t.Helper()
 	b := e.start(t, runArgs(task, append(extra, "--", "sh", "-c", script)...)...)
-	out := b.stdout.waitFor(t, "ready\n")
-	var g coordinator.Grant
-	for _, line := range strings.Split(out, "\n") {
-		if raw, found := strings.CutPrefix(line, "grant="); found {
-			if err := json.Unmarshal([]byte(raw), &g); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if g.Epoch == 0 {
-		t.Fatalf("no grant in the child's output:\n%s", out)
-	}
-	return b, g
+	return b, grantOfChild(t, b.stdout.waitFor(t, "ready\n"))
 }
 
 // TestRunOwnershipLost: whichever way ownership goes, run sees it on its
