@@ -216,10 +216,13 @@ func (e Etcd) check() error {
 type target struct {
 	client *clientv3.Client
 	dial   func() (*clientv3.Client, error)
-	wire   *wireCounter // nil when the caller dials (Etcd.Dial)
-	etcd   string
-	fsync  string
-	close  func()
+	// dialWith opens a client with extra dial options (the gateway's, as
+	// leasegate serve dials); the caller's Etcd.Dial takes none.
+	dialWith func(...grpc.DialOption) (*clientv3.Client, error)
+	wire     *wireCounter // nil when the caller dials (Etcd.Dial)
+	etcd     string
+	fsync    string
+	close    func()
 }
 
 func (e Etcd) open() (*target, error) {
@@ -229,7 +232,7 @@ func (e Etcd) open() (*target, error) {
 	case len(e.Endpoints) > 0:
 		tg.etcd = strings.Join(e.Endpoints, ",")
 		tg.wire = &wireCounter{}
-		tg.dial = plainDial(e.Endpoints, tg.wire)
+		tg.dialWith = plainDial(e.Endpoints, tg.wire)
 	default:
 		opts := []embedtest.Option{}
 		tg.etcd, tg.fsync = "embedded", "off"
@@ -244,7 +247,12 @@ func (e Etcd) open() (*target, error) {
 		tg.close = cl.Close
 		// Dial etcd directly, not through embedtest's fault proxy.
 		tg.wire = &wireCounter{}
-		tg.dial = plainDial([]string{cl.Member(0).DirectClientURL()}, tg.wire)
+		tg.dialWith = plainDial([]string{cl.Member(0).DirectClientURL()}, tg.wire)
+	}
+	if tg.dialWith != nil {
+		tg.dial = func() (*clientv3.Client, error) { return tg.dialWith() }
+	} else {
+		tg.dialWith = func(...grpc.DialOption) (*clientv3.Client, error) { return tg.dial() }
 	}
 	cli, err := tg.dial()
 	if err != nil {
@@ -259,10 +267,10 @@ func (e Etcd) open() (*target, error) {
 	return tg, nil
 }
 
-func plainDial(endpoints []string, wire *wireCounter) func() (*clientv3.Client, error) {
-	return func() (*clientv3.Client, error) {
+func plainDial(endpoints []string, wire *wireCounter) func(...grpc.DialOption) (*clientv3.Client, error) {
+	return func(extra ...grpc.DialOption) (*clientv3.Client, error) {
 		return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-			DialOptions: append(coordinator.DialOptions(), grpc.WithStatsHandler(wire)), Logger: zap.NewNop()})
+			DialOptions: append(append(coordinator.DialOptions(), grpc.WithStatsHandler(wire)), extra...), Logger: zap.NewNop()})
 	}
 }
 

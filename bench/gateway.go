@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/client"
@@ -54,7 +55,8 @@ type hop struct {
 // as the run's others are), with the bench's provider as its adapter, and
 // throwaway certificates for n workers (worker-0 …) and one approver. It
 // is leasegate serve's server: its identities, roles, tenant, session key,
-// metrics (on a registry of its own) and TLS, nothing left out.
+// metrics (on a registry of its own), the trace context on its etcd client
+// and TLS, nothing left out.
 func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap.Logger) (_ *hop, err error) {
 	var closers []func()
 	h := &hop{close: func() {
@@ -83,7 +85,10 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 	for i := range n {
 		ids = append(ids, gateway.Identity{ID: h.certs.IDs[workerName(i)], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{tenant}})
 	}
-	cli, err := tg.dial()
+	// As leasegate serve dials: the trace context carried to etcd (no
+	// exporter, as serve has by default). A cluster dialled by the caller
+	// (Etcd.Dial) gets the caller's client as it is.
+	cli, err := tg.dialWith(gateway.TraceDialOption(noop.NewTracerProvider()))
 	if err != nil {
 		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect the gateway's etcd client", Err: err}
 	}
