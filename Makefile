@@ -40,14 +40,14 @@ drill: build
 # primary and streaming standby, BIND 9 named with a TSIG-updatable zone,
 # nsupdate. `make providers` installs the Debian packages when they are
 # missing — that needs root (apt-get); `make test-providers` then runs the
-# reference adapters' tests on them, failing (not skipping) if a server is
-# absent. `make test` runs the same tests when the servers are installed
+# reference adapters' tests and the short real-provider drill on them,
+# failing (not skipping) if a server is absent. `make test` runs the same tests when the servers are installed
 # and skips them with one line naming this target when not.
 PROVIDER_PKGS = postgresql bind9 bind9-dnsutils
 HAVE_PROVIDERS = [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null
 .PHONY: providers test-providers provider-note drill-real
 provider-note:
-	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, internal/realprov) skipped: servers absent; run make test-providers"
+	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, internal/realprov, the real-provider drill) skipped: servers absent; run make test-providers"
 
 providers:
 	@if $(HAVE_PROVIDERS); then \
@@ -61,6 +61,7 @@ providers:
 
 test-providers: providers
 	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./internal/realprov ./adapters/...
+	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m -run 'RealProviders' ./drill ./cli
 
 # Seed 003's failover on the real servers: `leasegate drill --providers
 # real` — the drill's seeded trials (20 per design; DRILL_FLAGS passes
