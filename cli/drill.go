@@ -253,6 +253,13 @@ func drillAction(c *cli.Context) error {
 		err = printScenario(g.out, rep)
 	case s.replay >= 0:
 		err = printReplay(g.out, rep)
+	case s.real && g.out.json:
+		st := provs.Stats()
+		err = g.out.result(struct {
+			*drill.Report
+			Servers map[string]any `json:"servers"`
+		}{rep, map[string]any{"setup_seconds": st.Setup.Seconds(), "resets": st.Resets,
+			"reset_p50_seconds": st.P50.Seconds(), "reset_max_seconds": st.Max.Seconds()}}, table{})
 	case s.real:
 		st := provs.Stats()
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+fmt.Sprintf(

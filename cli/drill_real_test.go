@@ -52,4 +52,19 @@ func TestDrillRealProvidersOneTrial(t *testing.T) {
 	if strings.Contains(r.stdout, "lookup_outage") {
 		t.Errorf("the report lists the simulated faults:\n%s", r.stdout)
 	}
+	r = execApp(t, call{ctx: ctx}, "drill", "--providers", "real", "--trials", "1", "--design", "fenced", "--seed", "3", "-o", "json")
+	var rep struct {
+		Pass    bool `json:"pass"`
+		Servers struct {
+			Setup  float64 `json:"setup_seconds"`
+			Resets int     `json:"resets"`
+		} `json:"servers"`
+		Designs map[string]struct {
+			Trials int `json:"trials"`
+		} `json:"designs"`
+	}
+	decode(t, r, &rep)
+	if r.code != 0 || !rep.Pass || rep.Servers.Setup <= 0 || rep.Servers.Resets != 1 || rep.Designs["fenced"].Trials != 1 {
+		t.Fatalf("-o json: exit %d, %+v\n%s", r.code, rep, r.stdout)
+	}
 }
