@@ -46,7 +46,6 @@ type hop struct {
 	url      string
 	certs    gateway.DevCerts
 	approver *client.Client
-	shared   *client.Client
 	close    func()
 }
 
@@ -159,16 +158,11 @@ type gatewayWorker struct {
 	ready     string // gateway-dispatch's AUTHORIZED operation, made by prepare
 }
 
+// worker is worker i's side: its own client (certificate, connections),
+// a session renewed by the client's keepalive, and its two tasks claimed.
 func (h *hop) worker(ctx context.Context, i int) (_ *gatewayWorker, err error) {
 	w := &gatewayWorker{approver: h.approver}
-	if os.Getenv("LG_SHARED") != "" {
-		if h.shared == nil {
-			if h.shared, err = h.client(workerName(0)); err != nil {
-				return nil, err
-			}
-		}
-		w.c = h.shared
-	} else if w.c, err = h.client(workerName(i)); err != nil {
+	if w.c, err = h.client(workerName(i)); err != nil {
 		return nil, err
 	}
 	defer func() {
