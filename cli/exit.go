@@ -175,6 +175,14 @@ func errorOutputOf(err error) errorOutput {
 		if h, ok := operatorHints[e.Op][d]; ok {
 			out.Hint = h
 		}
+		// Through --gateway the gateway (or its client) says what to do
+		// next where the disposition's own hint, written for a caller of
+		// etcd, would be untrue: a role the certificate lacks, a gateway
+		// that cannot be reached.
+		var gw interface{ Hint() string }
+		if errors.As(err, &gw) && gw.Hint() != "" && gw.Hint() != d.Hint() {
+			out.Hint = gw.Hint()
+		}
 		out.Detail = e.Detail
 		if e.Err != nil {
 			out.cause = e.Err.Error()

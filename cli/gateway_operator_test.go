@@ -21,7 +21,7 @@ func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 	direct := e.lg(t, "realm", "show")
 	want(t, direct, 0, coordinator.OK)
 	via := gw.as(t, "op1", "realm", "show")
-	want(t, via, 0, coordinator.OK)
+	wantViaGateway(t, via, 0, coordinator.OK)
 	if lastJSON(t, via.stdout)["origin"] == nil {
 		t.Fatalf("realm show through the gateway has no origin: %s", via.stdout)
 	}
@@ -33,7 +33,7 @@ func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 	direct = e.lg(t, "lease", "revoke", "--grant", g1)
 	want(t, direct, 0, coordinator.OK)
 	via = gw.as(t, "op1", "lease", "revoke", "--grant", g2)
-	want(t, via, 0, coordinator.OK)
+	wantViaGateway(t, via, 0, coordinator.OK)
 	if v := lastJSON(t, via.stdout)["vacated"].([]any); len(v) != 1 || v[0].(map[string]any)["task"] != "b" {
 		t.Fatalf("revoke through the gateway vacated %v, want acme/b", v)
 	}
@@ -53,11 +53,11 @@ func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 	// An unreachable gateway is a hold; a revoke whose answer was lost may
 	// have applied (outcome_unknown), and revoking again tells.
 	for _, args := range [][]string{{"realm", "show"}, {"lease", "revoke", "--grant", g3}} {
-		want(t, execApp(t, call{}, append(gw.gatewayArgs("op1", "https://127.0.0.1:1"), args...)...), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		wantViaGateway(t, execApp(t, call{}, append(gw.gatewayArgs("op1", "https://127.0.0.1:1"), args...)...), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
 	}
 	_, g4 := e.claim(t, "acme", "d", "w1", "30s")
 	lose.Store(true)
-	want(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
+	wantViaGateway(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
 	lose.Store(false)
 	wantOperatorAdvice(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
 }

@@ -51,7 +51,7 @@ func TestOpsShowOfAnUnknownRecordThroughTheGateway(t *testing.T) {
 	args := []string{"ops", "show", "--tenant", "acme", "--task", "failover", "never-proposed"}
 	direct, via := e.lg(t, args...), gw.as(t, "w1", args...)
 	want(t, direct, 2, coordinator.InvalidInput)
-	want(t, via, 2, coordinator.InvalidInput)
+	wantViaGateway(t, via, 2, coordinator.InvalidInput)
 	if direct.stderr != via.stderr {
 		t.Fatalf("not recorded:\n--endpoints %s--gateway   %s", direct.stderr, via.stderr)
 	}

@@ -28,12 +28,12 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	lg := func(args ...string) result { return as("w1", args...) }
 
 	r := lg("claim", "--tenant", "acme", "--task", "invoices", "--ttl", "10s")
-	out := want(t, r, 0, coordinator.Granted)
+	out := wantViaGateway(t, r, 0, coordinator.Granted)
 	grant := e.file(t, r.stdout)
 	if out["grant"].(map[string]any)["owner"] != certs.IDs["w1"] {
 		t.Fatalf("grant %v: the owner is not the certificate's identity", out)
 	}
-	want(t, lg("commit", "--grant", grant, "--operation", "op-1", "--value", "paid", "--expected-version", "0"), 0, coordinator.Committed)
+	wantViaGateway(t, lg("commit", "--grant", grant, "--operation", "op-1", "--value", "paid", "--expected-version", "0"), 0, coordinator.Committed)
 	st := want(t, lg("get", "--tenant", "acme", "--task", "invoices"), 0, coordinator.OK)
 	if st["state"].(map[string]any)["version"].(float64) != 1 {
 		t.Fatalf("state %v, want version 1", st)
@@ -41,9 +41,9 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	if o, err := e.co.Owner(lgtest.Ctx(t), "acme", "invoices"); err != nil || o.Owner != certs.IDs["w1"] {
 		t.Fatalf("etcd shows %+v, %v", o, err)
 	}
-	want(t, lg("release", "--grant", grant), 0, coordinator.Released)
-	want(t, lg("commit", "--grant", grant, "--operation", "op-2", "--value", "late", "--expected-version", "1"), 1, coordinator.ExpiredOwner)
-	want(t, lg("claim", "--tenant", "other", "--task", "invoices", "--ttl", "10s"), 6, coordinator.PermissionDenied)
+	wantViaGateway(t, lg("release", "--grant", grant), 0, coordinator.Released)
+	wantViaGateway(t, lg("commit", "--grant", grant, "--operation", "op-2", "--value", "late", "--expected-version", "1"), 1, coordinator.ExpiredOwner)
+	wantViaGateway(t, lg("claim", "--tenant", "other", "--task", "invoices", "--ttl", "10s"), 6, coordinator.PermissionDenied)
 
 	// The reads and the operator's commands, each against the gateway, a
 	// refusal's exit code included.
@@ -86,7 +86,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 			func(o map[string]any) bool { return o["previous_realm"] == realm && o["realm"] != realm }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := want(t, as(tc.who, tc.args...), tc.code, tc.d)
+			out := wantViaGateway(t, as(tc.who, tc.args...), tc.code, tc.d)
 			if tc.check != nil && !tc.check(out) {
 				t.Fatalf("%v", out)
 			}
@@ -112,7 +112,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	}
 	// (After the realm rotate above, no owner is current: the task claimed
 	// now shows as owned or claimed, depending on when the watch started.)
-	want(t, lg("claim", "--tenant", "acme", "--task", "ledger", "--ttl", "10s"), 0, coordinator.Granted)
+	wantViaGateway(t, lg("claim", "--tenant", "acme", "--task", "ledger", "--ttl", "10s"), 0, coordinator.Granted)
 	waitFor(`"task":"ledger"`)
 	stopWatch()
 	if r := <-watched; r.code != 0 || r.stderr != "" {
@@ -125,7 +125,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 		{"watch", "--metrics-addr", "127.0.0.1:0"},
 		{"claim", "--tenant", "acme", "--task", "x", "--owner", "someone-else", "--ttl", "10s"},
 	} {
-		want(t, lg(args...), 2, coordinator.InvalidInput)
+		wantViaGateway(t, lg(args...), 2, coordinator.InvalidInput)
 	}
 	if d := before.Diff(e.snap(t)); d != "" {
 		t.Fatalf("a refused command wrote:\n%s", d)
@@ -281,4 +281,34 @@ func shapeDiff(path string, x, y any) string {
 		}
 	}
 	return ""
+}
+
+// wantViaGateway is want for an answer through the gateway: a refusal's
+// line carries the hint of the -o json error, which is the disposition's
+// own, except where that one would blame etcd for what the gateway decided
+// (a role the certificate lacks) or could not do (be reached, answer).
+func wantViaGateway(t *testing.T, r result, code int, d coordinator.Disposition) map[string]any {
+	t.Helper()
+	if code == 0 {
+		return want(t, r, code, d)
+	}
+	obj := lastJSON(t, r.stdout)
+	if r.code != code || obj["disposition"] != string(d) {
+		t.Fatalf("exit %d, want %d with %s\nstdout: %s\nstderr: %s", r.code, code, d, r.stdout, r.stderr)
+	}
+	hint, _ := obj["hint"].(string)
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, string(d)+": "+hint) {
+		t.Fatalf("stderr %q is not one line naming %s and the hint %q", r.stderr, d, hint)
+	}
+	switch d {
+	case coordinator.PermissionDenied, coordinator.Unauthenticated, coordinator.AuthorityUnavailable, coordinator.OutcomeUnknown:
+		if strings.Contains(hint, "etcd") {
+			t.Fatalf("through the gateway, the hint %q blames etcd", hint)
+		}
+	default:
+		if hint != d.Hint() && !strings.HasPrefix(r.stderr, string(d)+": etcd no longer knows this lease") {
+			t.Fatalf("hint %q, want %s's own", hint, d)
+		}
+	}
+	return obj
 }

@@ -17,7 +17,7 @@ func TestWorkerAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 		t.Helper()
 		a, b := e.lg(t, direct...), gw.as(t, "w1", via...)
 		want(t, a, code, d)
-		want(t, b, code, d)
+		wantViaGateway(t, b, code, d)
 		sameShape(t, a, b)
 	}
 	a, b := e.lg(t, "claim", "--tenant", "acme", "--task", "a", "--owner", w1, "--ttl", "30s"),

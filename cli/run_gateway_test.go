@@ -84,10 +84,10 @@ func TestRunThroughTheGatewayOwnershipLost(t *testing.T) {
 		want coordinator.Disposition
 	}{
 		{"lease revoked", func(t *testing.T, g coordinator.Grant) {
-			want(t, gw.as(t, "op1", "lease", "revoke", "--lease", strconv.FormatInt(g.Lease, 10)), cli.ExitDone, "ok")
+			wantViaGateway(t, gw.as(t, "op1", "lease", "revoke", "--lease", strconv.FormatInt(g.Lease, 10)), cli.ExitDone, "ok")
 		}, coordinator.ExpiredOwner},
 		{"grant released", func(t *testing.T, g coordinator.Grant) {
-			want(t, gw.as(t, "w1", "release", "--grant", e.grantFile(t, g)), cli.ExitDone, coordinator.Released)
+			wantViaGateway(t, gw.as(t, "w1", "release", "--grant", e.grantFile(t, g)), cli.ExitDone, coordinator.Released)
 		}, coordinator.ExpiredOwner},
 		{"owner key rewritten", func(t *testing.T, g coordinator.Grant) {
 			if _, err := e.client().Put(lgtest.Ctx(t), e.co.Keys().Owner(g.Tenant, g.Task), "intruder"); err != nil {
@@ -96,7 +96,7 @@ func TestRunThroughTheGatewayOwnershipLost(t *testing.T) {
 		}, coordinator.StaleOwner},
 		{"renewals cut off", func(t *testing.T, g coordinator.Grant) { refuse.Store(true) }, coordinator.ExpiredOwner},
 		{"realm rotated", func(t *testing.T, g coordinator.Grant) {
-			want(t, gw.as(t, "op1", "realm", "rotate"), cli.ExitDone, "ok")
+			wantViaGateway(t, gw.as(t, "op1", "realm", "rotate"), cli.ExitDone, "ok")
 		}, coordinator.GenerationMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,12 +150,12 @@ func TestRunThroughTheGatewayRefusals(t *testing.T) {
 	as := func(args ...string) result { return gw.as(t, "w1", args...) }
 
 	r := as(gatewayRunArgs("held", "--", "sh", "-c", "echo child ran")...)
-	want(t, r, cli.ExitRefused, coordinator.Busy)
+	wantViaGateway(t, r, cli.ExitRefused, coordinator.Busy)
 	if strings.Contains(r.stdout, "child ran") {
 		t.Fatal("the child ran without the grant")
 	}
 	r = as(gatewayRunArgs("held", "--wait", "--wait-timeout", "1s", "--", "sh", "-c", "echo child ran")...)
-	want(t, r, cli.ExitRefused, coordinator.Busy)
+	wantViaGateway(t, r, cli.ExitRefused, coordinator.Busy)
 	if strings.Contains(r.stdout, "child ran") || !strings.Contains(r.stderr, "--wait-timeout 1s passed") {
 		t.Fatalf("stdout %q, stderr %q", r.stdout, r.stderr)
 	}
@@ -178,10 +178,10 @@ func TestRunThroughTheGatewayRefusals(t *testing.T) {
 		gatewayRunArgs("x", "--kill-after", "-1s", "--", "true"),
 		gatewayRunArgs("x"),
 	} {
-		want(t, as(args...), cli.ExitInvalid, coordinator.InvalidInput)
+		wantViaGateway(t, as(args...), cli.ExitInvalid, coordinator.InvalidInput)
 	}
 	r = execApp(t, call{}, append(gw.gatewayArgs("w1", "https://127.0.0.1:1"), gatewayRunArgs("x", "--", "sh", "-c", "echo child ran")...)...)
-	want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	wantViaGateway(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
 	if strings.Contains(r.stdout, "child ran") {
 		t.Fatal("the child ran without a grant")
 	}
@@ -191,7 +191,7 @@ func TestRunThroughTheGatewayRefusals(t *testing.T) {
 
 	lose.Store(true)
 	r = as(gatewayRunArgs("lost", "--", "sh", "-c", "echo child ran")...)
-	want(t, r, cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
+	wantViaGateway(t, r, cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
 	if strings.Contains(r.stdout, "child ran") {
 		t.Fatal("the child ran without a grant")
 	}

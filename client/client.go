@@ -196,6 +196,35 @@ func call[Req, Resp any](ctx context.Context, op string, write bool, f func(cont
 	return resp, nil
 }
 
+// Error is a failed call's error: the *coordinator.Error it wraps carries
+// the disposition, op, task and detail (errors.As and
+// coordinator.DispositionOf see it), and Hint says what to do next as the
+// gateway (or, for a call that got no answer, this client) says it — which
+// is not always the disposition's own hint, written for a caller of etcd:
+// a permission_denied from the gateway is about the certificate's roles,
+// not etcd's auth, and an unreachable gateway is not an unreachable etcd.
+type Error struct {
+	err  *coordinator.Error
+	hint string
+}
+
+func (e *Error) Error() string { return e.err.Error() }
+
+// Unwrap is the *coordinator.Error.
+func (e *Error) Unwrap() error { return e.err }
+
+// Hint is what to do next.
+func (e *Error) Hint() string { return e.hint }
+
+// Hints of the calls that got no answer from the gateway.
+const (
+	hintNotSent    = "the gateway could not be reached; nothing was written; hold and retry later"
+	hintReadLost   = "the gateway did not answer; a read changes nothing; hold and retry later"
+	hintAnswerLost = "the request reached the gateway and its answer was lost: it may have applied; retry the same request to learn its outcome"
+)
+
+func hinted(e *coordinator.Error, hint string) error { return &Error{err: e, hint: hint} }
+
 // classify names the outcome of a failed call, first match wins:
 //  1. the gateway answered with a Refusal: its disposition;
 //  2. the request never left: authority_unavailable (hold);
@@ -208,20 +237,20 @@ func classify(op string, write, sent bool, err error) error {
 		for _, d := range ce.Details() {
 			m, derr := d.Value()
 			if r, ok := m.(*leasegatev1.Refusal); ok && derr == nil {
-				return wire.ErrorFromRefusal(r, nil)
+				return hinted(wire.ErrorFromRefusal(r, nil), r.GetHint())
 			}
 		}
 	}
 	switch {
 	case !sent:
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
-			Detail: "not sent: the gateway could not be reached; nothing written; hold", Err: err}
+		return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
+			Detail: "not sent: the gateway could not be reached; nothing written; hold", Err: err}, hintNotSent)
 	case !write:
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
-			Detail: "the gateway did not answer a read; nothing written", Err: err}
+		return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
+			Detail: "the gateway did not answer a read; nothing written", Err: err}, hintReadLost)
 	}
-	return &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
-		Detail: "sent to the gateway, no answer: it may have applied; retry the same operation to learn", Err: err}
+	return hinted(&coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
+		Detail: "sent to the gateway, no answer: it may have applied; retry the same operation to learn", Err: err}, hintAnswerLost)
 }
 
 // Release lets go of g, only while it is current.
@@ -463,7 +492,8 @@ func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.Ow
 	if err := stream.Err(); err != nil {
 		return classify(op, false, true, err)
 	}
-	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "the gateway ended the watch; nothing written"}
+	return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "the gateway ended the watch; nothing written"},
+		"the gateway ended the stream; nothing was written; watch again")
 }
 
 // watchSynced is the type of the gateway's watch-established marker
