@@ -53,10 +53,12 @@ written to DIR, the simulated providers as adapters; it prints the address and
 a curl line. SIGINT or SIGTERM stops taking calls and lets those under way
 finish (a dispatch in flight is recorded).`,
 			"leasegate serve --dev /tmp/lg --listen 127.0.0.1:7443",
-			"leasegate serve --config /etc/leasegate/gateway.json"),
+			"leasegate serve --config /etc/leasegate/gateway.json",
+			"leasegate serve --config /etc/leasegate/gateway.json --check   # before a rollout"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "the server's configuration file (JSON)", TakesFile: true},
 			&cli.StringFlag{Name: "dev", Usage: "start a local gateway with throwaway certificates written to `DIR`", TakesFile: true},
+			&cli.BoolFlag{Name: "check", Usage: "with --config: check the configuration as a start would, probe the providers, print each adapter and exit (0: it would start)"},
 			&cli.StringFlag{Name: "listen", Usage: "address to serve on (port 0 picks a free port)", Value: "127.0.0.1:7443"},
 			&cli.StringFlag{Name: "otlp-endpoint", Usage: "export traces over OTLP/gRPC to `HOST:PORT` (default: none)"},
 			&cli.BoolFlag{Name: "otlp-insecure", Usage: "send OTLP without TLS (a local collector)"},
@@ -99,11 +101,17 @@ func runServe(c *cli.Context) error {
 	if (c.String("config") == "") == (c.String("dev") == "") {
 		return coordinator.Invalid(op, "give --config FILE or --dev DIR (one of them)")
 	}
+	if c.Bool("check") && c.String("config") == "" {
+		return coordinator.Invalid(op, "--check checks a --config FILE")
+	}
 	g := globalsOf(c)
 	lg := g.lg.Named("serve")
 	plan, err := planServe(c, op, lg)
 	if err != nil {
 		return err
+	}
+	if c.Bool("check") {
+		return checkServe(c, plan)
 	}
 	if plan.embedded != nil {
 		defer plan.embedded.Close()
@@ -158,7 +166,11 @@ func runServe(c *cli.Context) error {
 	if out.Curl != "" && !g.out.json {
 		fmt.Fprintln(c.App.Writer, "try: "+out.Curl)
 	}
-	lg.Info("gateway serving", zap.String("address", out.Address))
+	kinds := make([]string, 0, len(plan.adapters))
+	for _, a := range plan.adapters {
+		kinds = append(kinds, a.Kind())
+	}
+	lg.Info("gateway serving", zap.String("address", out.Address), zap.Strings("adapters", kinds))
 
 	return srv.Serve(c.Context, ln, plan.tls, c.Duration("grace"))
 }
@@ -168,6 +180,40 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// checkOutput is what --check prints: the adapters the configuration
+// serves, each with its provider's probe.
+type checkOutput struct {
+	Disposition coordinator.Disposition `json:"disposition"`
+	Adapters    []checkedAdapter        `json:"adapters"`
+}
+
+type checkedAdapter struct {
+	Kind   string `json:"kind"`
+	Type   string `json:"type"`
+	Health string `json:"health"`          // SERVING or NOT_SERVING, as the health service would show it
+	Error  string `json:"error,omitempty"` // why the probe failed
+}
+
+// checkServe prints the checked plan's adapters with their probes. The
+// configuration is valid (exit 0) whether or not a provider answers from
+// here: a start would serve too (gateway.AdapterHealthService).
+func checkServe(c *cli.Context, p servePlan) error {
+	ctx, cancel := context.WithTimeout(c.Context, 15*time.Second)
+	defer cancel()
+	failed := gateway.Probe(ctx, p.adapters...)
+	out := checkOutput{Disposition: ok}
+	t := table{header: []string{"KIND", "TYPE", "HEALTH", "ERROR"}}
+	for i, a := range p.adapters {
+		ca := checkedAdapter{Kind: a.Kind(), Type: p.cfg.Adapters[i].Type, Health: "SERVING"}
+		if err := failed[a.Kind()]; err != nil {
+			ca.Health, ca.Error = "NOT_SERVING", err.Error()
+		}
+		out.Adapters = append(out.Adapters, ca)
+		t.rows = append(t.rows, []string{ca.Kind, ca.Type, ca.Health, ca.Error})
+	}
+	return globalsOf(c).out.result(out, t)
 }
 
 // planServe reads --config, or builds the throwaway world of --dev.

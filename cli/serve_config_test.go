@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,4 +95,67 @@ func TestServeConfigRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serve --config FILE --check checks as a start does and exits: each
+// adapter with its provider's probe (a provider that does not answer from
+// here is NOT_SERVING and still exit 0: a start would serve), nothing
+// dialled nor listened; a bad configuration is exit 2 as at a start;
+// --check without --config is refused before any I/O.
+func TestServeCheck(t *testing.T) {
+	dir := t.TempDir()
+	certs, err := gateway.WriteDevCerts(filepath.Join(dir, "pki"), "test.example", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, pw := filepath.Join(dir, "session.key"), filepath.Join(dir, "pg.password")
+	for p, content := range map[string]string{key: strings.Repeat("k", 32), pw: "pw\n"} {
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen := deadEndpoint(t)
+	dead := "host=127.0.0.1 port=1 user=leasegate connect_timeout=2"
+	cfg := map[string]any{
+		"listen":           listen,
+		"tls":              map[string]string{"cert": certs.ServerCert, "key": certs.ServerKey, "client_ca": certs.CA},
+		"etcd":             map[string]any{"endpoints": []string{deadEndpoint(t)}},
+		"session_key_file": key,
+		"adapters": []map[string]any{
+			{"type": "pgpromote", "pgpromote": map[string]any{"nodes": []map[string]string{{"name": "db-a", "conn": dead}, {"name": "db-b", "conn": dead}}, "password_file": pw}},
+			{"type": "dev-dns"},
+		},
+	}
+	write := func(m map[string]any) string {
+		b, _ := json.Marshal(m)
+		p := filepath.Join(t.TempDir(), "gateway.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r := execApp(t, call{}, "-o", "json", "serve", "--config", write(cfg), "--check")
+	out := want(t, r, 0, coordinator.OK)
+	var got struct {
+		Adapters []struct{ Kind, Type, Health, Error string }
+	}
+	b, _ := json.Marshal(out)
+	_ = json.Unmarshal(b, &got)
+	if len(got.Adapters) != 2 || got.Adapters[0].Kind != "db.promote" || got.Adapters[0].Health != "NOT_SERVING" ||
+		!strings.Contains(got.Adapters[0].Error, "db-a: ") || got.Adapters[1].Kind != "dns.upsert" || got.Adapters[1].Health != "SERVING" {
+		t.Fatalf("--check printed %s", r.stdout)
+	}
+	if l, err := net.Listen("tcp", listen); err != nil { // nothing took the address
+		t.Fatalf("--check listened on %s: %v", listen, err)
+	} else {
+		l.Close()
+	}
+
+	cfg["adapters"] = append(cfg["adapters"].([]map[string]any), map[string]any{"type": "dev-topology"})
+	r = execApp(t, call{}, "-o", "json", "serve", "--config", write(cfg), "--check")
+	want(t, r, 2, coordinator.InvalidInput)
+	if !strings.Contains(r.stderr, `adapters[2].kind: effect kind "db.promote" served twice`) {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+	want(t, execApp(t, call{}, "-o", "json", "serve", "--dev", dir, "--check"), 2, coordinator.InvalidInput)
 }

@@ -160,17 +160,28 @@ func (c healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) 
 	return c.StaticChecker.Check(ctx, req)
 }
 
+// Probe probes the providers of adapters now, as the health service of a
+// server serving them would (concurrently, each bounded), and returns
+// what failed by effect kind; an adapter that is not a Prober passes.
+// `leasegate serve --check` uses it without a server.
+func Probe(ctx context.Context, adapters ...ledger.Adapter) map[string]error {
+	return failed(newHealth(adapters, zap.NewNop()).all(ctx, 0))
+}
+
+func failed(all map[string]error) map[string]error {
+	for k, err := range all {
+		if err == nil {
+			delete(all, k)
+		}
+	}
+	return all
+}
+
 // ProbeAdapters probes every adapter's provider now (concurrently, each
 // bounded) and returns what failed by effect kind; the health service
 // shows the same. Serve probes as it starts and every ProbeInterval: an
 // unreachable provider is logged at each change and shown NOT_SERVING,
 // and the server serves all the same (see AdapterHealthService).
 func (s *Server) ProbeAdapters(ctx context.Context) map[string]error {
-	out := s.health.all(ctx, 0)
-	for k, err := range out {
-		if err == nil {
-			delete(out, k)
-		}
-	}
-	return out
+	return failed(s.health.all(ctx, 0))
 }

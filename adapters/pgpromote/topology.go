@@ -165,7 +165,7 @@ func (a *Adapter) Probe(ctx context.Context) error {
 	var bad []string
 	for _, n := range a.Topology(ctx).Nodes {
 		if !n.Reachable {
-			bad = append(bad, n.Name+": "+n.Error)
+			bad = append(bad, n.Name+": "+strings.Join(strings.Fields(n.Error), " ")) // one line
 		}
 	}
 	if bad != nil {
