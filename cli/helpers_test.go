@@ -295,6 +295,32 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) string {
 	}
 }
 
+// waitForLogField waits until a log line on the buffer carries the field
+// key with value (the fields are the JSON object the console encoder ends
+// a line with): a test waits for the event a line reports, not its wording.
+func (b *syncBuffer) waitForLogField(t *testing.T, key, value string) string {
+	t.Helper()
+	timeout := time.NewTimer(lgtest.Timeout)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		content, changed := b.buf.String(), b.changed
+		b.mu.Unlock()
+		for _, line := range strings.Split(content, "\n") {
+			i := strings.LastIndex(line, "\t{")
+			var fields map[string]any
+			if i >= 0 && json.Unmarshal([]byte(line[i+1:]), &fields) == nil && fields[key] == value {
+				return line
+			}
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("no log line with %s=%q appeared; got:\n%s", key, value, content)
+		}
+	}
+}
+
 // background runs the app in a goroutine until ctx is cancelled; wait
 // returns its result.
 type background struct {

@@ -127,7 +127,8 @@ func claimThroughGateway(c *cli.Context, gw *client.Client, s *client.Session, f
 		if !spec.wait || !errors.As(err, &busy) || busy.Disposition != coordinator.Busy {
 			return g, f, err
 		}
-		lg.Debug("busy; waiting for the owner key to go")
+		lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", spec.tenant), zap.String("task", spec.task),
+			zap.String("disposition", string(coordinator.Busy)))
 		for {
 			werr := waitVacated(wctx, s, f, spec.task)
 			if werr == nil {

@@ -161,7 +161,7 @@ func TestRunThroughTheGatewayRefusals(t *testing.T) {
 	}
 	b := startApp(t, append(append(gw.gatewayArgs("w1", gw.url), "--log-level", "debug"),
 		gatewayRunArgs("held", "--wait", "--", "sh", "-c", `echo "epoch=$LEASEGATE_EPOCH"`)...)...)
-	b.stderr.waitFor(t, "busy; waiting for the owner key to go")
+	b.stderr.waitForLogField(t, "disposition", string(coordinator.Busy))
 	want(t, e.lg(t, "release", "--grant", heldFile), cli.ExitDone, coordinator.Released)
 	r = b.wait(t)
 	var out runOut

@@ -230,7 +230,7 @@ func TestRunBusy(t *testing.T) {
 	t.Run("waits with --wait", func(t *testing.T) {
 		b := e.start(t, append([]string{"--log-level", "debug"},
 			runArgs("task", "--wait", "--", "sh", "-c", `echo "epoch=$LEASEGATE_EPOCH"`)...)...)
-		b.stderr.waitFor(t, "busy; waiting for the owner key to go")
+		b.stderr.waitForLogField(t, "disposition", string(coordinator.Busy))
 		want(t, e.lg(t, "release", "--grant", heldFile), cli.ExitDone, coordinator.Released)
 		r := b.wait(t)
 		if r.code != cli.ExitDone {

@@ -115,8 +115,8 @@ func (s *Session) Acquire(ctx context.Context, tenant, task string) (Grant, erro
 			s.c.metrics.outcome("claim", Granted, err)
 			return g, err
 		}
-		// cli's `run --wait` test waits for this line: keep the text.
-		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task))
+		s.lg.Debug("busy; waiting for the owner key to go", zap.String("tenant", tenant), zap.String("task", task),
+			zap.String("disposition", string(Busy)))
 		if werr := s.waitDeleted(ctx, owner, rev, e.Holder.Epoch); werr != nil {
 			e.Err = werr
 			s.c.metrics.outcome("claim", Granted, e)

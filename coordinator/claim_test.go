@@ -151,12 +151,13 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 	c := lgtest.Coordinator(t, cl)
 	ctx := lgtest.Ctx(t)
 
-	// waiter is a session whose coordinator signals when Acquire found the
-	// task busy and started watching, so the test releases only then.
-	waiter := func(t *testing.T) (*coordinator.Session, <-chan struct{}) {
-		lg, waiting := lgtest.LogSignal("busy; waiting for the owner key to go")
+	// waiter is a session whose coordinator's log shows when Acquire found
+	// the task busy and started watching (an entry with disposition busy),
+	// so the test releases only then.
+	waiter := func(t *testing.T) (*coordinator.Session, *lgtest.Logs) {
+		lg, logs := lgtest.Observed()
 		wc := lgtest.Coordinator(t, cl, coordinator.WithLogger(lg))
-		return lgtest.Session(t, wc, "waiter", 10*time.Second), waiting
+		return lgtest.Session(t, wc, "waiter", 10*time.Second), logs
 	}
 	acquire := func(s *coordinator.Session, task string) (<-chan coordinator.Grant, <-chan error) {
 		got, errc := make(chan coordinator.Grant, 1), make(chan error, 1)
@@ -171,9 +172,9 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 	t.Run("release", func(t *testing.T) {
 		holder := lgtest.Session(t, c, "holder", 10*time.Second)
 		g := lgtest.Claim(t, holder, "t", "release")
-		w, waiting := waiter(t)
+		w, logs := waiter(t)
 		got, errc := acquire(w, "release")
-		lgtest.Wait(t, waiting, "Acquire to start waiting")
+		logs.WaitFor(t, "Acquire to start waiting", lgtest.Field("disposition", string(coordinator.Busy)))
 		if err := c.Release(ctx, g); err != nil {
 			t.Fatal(err)
 		}
@@ -187,9 +188,9 @@ func TestAcquireWakesOnReleaseAndExpiry(t *testing.T) {
 	t.Run("expiry", func(t *testing.T) {
 		holder := lgtest.Session(t, c, "holder", 2*time.Second, coordinator.WithoutKeepAlive())
 		g := lgtest.Claim(t, holder, "t", "expiry")
-		w, waiting := waiter(t)
+		w, logs := waiter(t)
 		got, errc := acquire(w, "expiry")
-		lgtest.Wait(t, waiting, "Acquire to start waiting")
+		logs.WaitFor(t, "Acquire to start waiting", lgtest.Field("disposition", string(coordinator.Busy)))
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}

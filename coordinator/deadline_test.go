@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,13 +25,16 @@ func TestSessionDeadlineCountsFromTheSend(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
 	cp := cl.ClientProxy(t)
-	lg, renewed := lgtest.LogSignal("session renewed")
+	lg, logs := lgtest.Observed()
 	c := lgtest.CoordinatorOf(t, cp.Client(t), coordinator.WithLogger(lg))
 	const ttl, delay = 6 * time.Second, 150 * time.Millisecond
 	margin := ttl / 10 // the default: TestDefaultMarginIsATenthOfTheTTL
 	cp.Delay(delay)    // both ways: a round trip takes at least 2*delay
 	s := lgtest.Session(t, c, "worker", ttl)
-	lgtest.Wait(t, renewed, "the first renewal")
+	logs.WaitFor(t, "the first renewal (its new deadline)", func(e observer.LoggedEntry) bool {
+		_, ok := e.ContextMap()["deadline"]
+		return ok
+	})
 	answered := time.Now() // at or after the answer; the request left 2*delay or more before it
 	if latest := answered.Add(-2 * delay).Add(ttl - margin); s.Deadline().After(latest) {
 		t.Fatalf("deadline %v is %v after the latest a send-time deadline can be (%v): counted from the answer",

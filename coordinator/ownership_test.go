@@ -87,8 +87,7 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	// The watcher talks to member 0 only.
 	lost := &lgtest.TxnAnswers{Err: status.Error(codes.Unavailable, "answer lost (test)")}
 	wcli := memberClientWith(t, cl, 0, lost)
-	lg, retrying := lgtest.LogSignal("ownership watch: re-listing failed; retrying")
-	w := lgtest.CoordinatorOf(t, wcli, coordinator.WithLogger(lg))
+	w := lgtest.CoordinatorOf(t, wcli)
 	events, err := w.Watch(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +106,7 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	}
 	lost.Arm()
 	cl.Member(0).Restart(t)
-	lgtest.Wait(t, retrying, "a failed re-listing")
+	lgtest.Wait(t, lost.Replaced(), "a failed re-listing (its answer lost)")
 	lost.Disarm()
 
 	expect(t, events, coordinator.EventVacated, "gone", gone.Epoch)

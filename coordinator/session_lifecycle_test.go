@@ -60,7 +60,7 @@ func TestFirstDeadlineCountsFromTheGrantsSend(t *testing.T) {
 func TestAcquireReturnsWhenItsSessionEnds(t *testing.T) {
 	t.Parallel()
 	cl := embedtest.NewCluster(t)
-	lg, waiting := lgtest.LogSignal("busy; waiting for the owner key to go")
+	lg, logs := lgtest.Observed()
 	c := lgtest.Coordinator(t, cl, coordinator.WithLogger(lg))
 	ctx := lgtest.Ctx(t)
 	lgtest.Claim(t, lgtest.Session(t, c, "holder", 10*time.Second), "t", "held")
@@ -70,7 +70,7 @@ func TestAcquireReturnsWhenItsSessionEnds(t *testing.T) {
 		_, err := waiter.Acquire(ctx, "t", "held")
 		done <- err
 	}()
-	lgtest.Wait(t, waiting, "Acquire waiting")
+	logs.WaitFor(t, "Acquire waiting on busy", lgtest.Field("disposition", string(coordinator.Busy)))
 	if err := waiter.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

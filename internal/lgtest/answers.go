@@ -2,6 +2,7 @@ package lgtest
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,9 +17,18 @@ import (
 // Err — once (Once: the next Txn only) or for every Txn until disarmed —
 // as a cut connection or a deadline after send would leave it.
 type TxnAnswers struct {
-	Err   error
-	Once  bool
-	armed atomic.Bool
+	Err      error
+	Once     bool
+	armed    atomic.Bool
+	once     sync.Once // makes replaced
+	fired    sync.Once // closes it
+	replaced chan struct{}
+}
+
+// Replaced is closed when the first answer has been replaced.
+func (a *TxnAnswers) Replaced() <-chan struct{} {
+	a.once.Do(func() { a.replaced = make(chan struct{}) })
+	return a.replaced
 }
 
 // Arm starts replacing answers; Disarm stops.
@@ -32,6 +42,8 @@ func (a *TxnAnswers) Intercept(ctx context.Context, method string, req, reply an
 		return err
 	}
 	if (a.Once && a.armed.CompareAndSwap(true, false)) || (!a.Once && a.armed.Load()) {
+		a.Replaced()
+		a.fired.Do(func() { close(a.replaced) })
 		return a.Err
 	}
 	return err

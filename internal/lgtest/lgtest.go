@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -204,32 +205,71 @@ func MemberClient(t testing.TB, cl *embedtest.Cluster, i int) *clientv3.Client {
 	return cli
 }
 
-// LogSignal is a logger whose channel is closed when an entry with message
-// msg is logged (at any level), so a test can wait for a state a component
-// reports only in its log.
-func LogSignal(msg string) (*zap.Logger, <-chan struct{}) {
-	c := &signalCore{LevelEnabler: zapcore.DebugLevel, msg: msg, ch: make(chan struct{})}
-	return zap.New(c), c.ch
+// Logs are the entries of an observed logger (zaptest/observer's), which a
+// test waits for by what an entry carries — its fields, its level —
+// rather than by its wording, so that rewording a log line breaks no test.
+type Logs struct {
+	*observer.ObservedLogs
+	mu    sync.Mutex
+	wrote chan struct{} // closed, and replaced, at every entry
 }
 
-type signalCore struct {
+// Observed is a logger at debug level whose entries are observed.
+func Observed() (*zap.Logger, *Logs) {
+	obs, ol := observer.New(zapcore.DebugLevel)
+	l := &Logs{ObservedLogs: ol, wrote: make(chan struct{})}
+	return zap.New(zapcore.NewTee(obs, &wakeCore{LevelEnabler: zapcore.DebugLevel, l: l})), l
+}
+
+// WaitFor returns the first entry match accepts, waiting for it up to
+// Timeout (what names it in the failure).
+func (l *Logs) WaitFor(t testing.TB, what string, match func(observer.LoggedEntry) bool) observer.LoggedEntry {
+	t.Helper()
+	timeout := time.NewTimer(Timeout)
+	defer timeout.Stop()
+	for {
+		l.mu.Lock()
+		wrote := l.wrote // taken before the look, so an entry logged after it wakes the wait
+		l.mu.Unlock()
+		for _, e := range l.All() {
+			if match(e) {
+				return e
+			}
+		}
+		select {
+		case <-wrote:
+		case <-timeout.C:
+			t.Fatalf("timed out waiting for %s to be logged", what)
+		}
+	}
+}
+
+// Field accepts an entry whose field key has value.
+func Field(key string, value any) func(observer.LoggedEntry) bool {
+	return func(e observer.LoggedEntry) bool {
+		v, ok := e.ContextMap()[key]
+		return ok && v == value
+	}
+}
+
+// wakeCore wakes the waits of l at every entry.
+type wakeCore struct {
 	zapcore.LevelEnabler
-	msg  string
-	ch   chan struct{}
-	once sync.Once
+	l *Logs
 }
 
-func (c *signalCore) With([]zapcore.Field) zapcore.Core { return c }
-func (c *signalCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+func (c *wakeCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c *wakeCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	return ce.AddCore(e, c)
 }
-func (c *signalCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
-	if e.Message == c.msg {
-		c.once.Do(func() { close(c.ch) })
-	}
+func (c *wakeCore) Write(zapcore.Entry, []zapcore.Field) error {
+	c.l.mu.Lock()
+	close(c.l.wrote)
+	c.l.wrote = make(chan struct{})
+	c.l.mu.Unlock()
 	return nil
 }
-func (c *signalCore) Sync() error { return nil }
+func (c *wakeCore) Sync() error { return nil }
 
 // Wait fails the test unless ch is closed (or sends) within Timeout.
 func Wait[T any](t testing.TB, ch <-chan T, what string) {
