@@ -17,14 +17,15 @@ import (
 // (Observe), polled with bounded backoff (WithPolling):
 //
 //   - applied, with evidence: CONFIRMED;
-//   - not applied: AUTHORIZED again, to be dispatched under the same
-//     operation id, only where the adapter's contract says a retry under
-//     that id is safe (RetrySafe) and the first dispatch is within the
-//     provider's retention; SUPERSEDED instead if the world has changed
-//     meanwhile and the contract rules out a late attempt landing (Lookup or
-//     Conditional); otherwise MANUAL_REVIEW. Without Lookup, "not applied"
-//     is only what the provider's state shows now: it is observed again up
-//     to the bound, and decided on the last observation;
+//   - not applied: SUPERSEDED if the world has changed meanwhile and the
+//     contract rules out a late attempt landing there (Conditional, or
+//     Lookup within the retention), whether or not a retry is safe;
+//     AUTHORIZED again, to be dispatched under the same operation id, if
+//     the world has not changed and the contract says a retry under that id
+//     is safe (RetrySafe, within the provider's retention); otherwise
+//     MANUAL_REVIEW (notApplied gives the order). Without Lookup, "not
+//     applied" is only what the provider's state shows now: it is observed
+//     again up to the bound, and decided on the last observation;
 //   - pending past the bound: stays UNKNOWN (call Reconcile again later);
 //   - inconclusive past the bound: MANUAL_REVIEW.
 //
@@ -148,7 +149,22 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 
 // notApplied moves an UNKNOWN record Observe showed not applied: by a
 // lookup by id (none of its attempts applied or will), or, without one,
-// from the provider's state at the last of the bounded observations.
+// from the provider's state at the last of the bounded observations. In
+// order:
+//
+//   - the contract lets no outcome but review follow: neither a safe retry
+//     (RetrySafe, within Retention of the dispatch) nor a late attempt
+//     ruled out in a changed world (Conditional, or a Lookup within
+//     Retention): MANUAL_REVIEW, the world not even observed;
+//   - the precondition observed changed, and a late attempt is ruled out
+//     (the provider refuses it in the changed world, or the lookup covers
+//     every attempt): SUPERSEDED;
+//   - it changed, and a late attempt could still land: MANUAL_REVIEW;
+//   - the world is the approved one, or cannot be observed, and a retry is
+//     not safe: MANUAL_REVIEW (a Conditional provider's check does not make
+//     one safe: the world may be the approved one again);
+//   - otherwise AUTHORIZED, to be dispatched again under the same id
+//     (Dispatch revalidates before the call).
 func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter, rec Record, ev Evidence) (Record, error) {
 	var evp *Evidence
 	if !ev.Empty() {
@@ -156,29 +172,38 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	}
 	c := ad.Contract()
 	age := l.now().Sub(rec.DispatchedAt)
-	m := l.metrics
+	retained := c.Retention > 0 && !rec.DispatchedAt.IsZero() && age < c.Retention
+	canRetry := c.RetrySafe && retained
+	lateRuledOut := c.Conditional || (c.Lookup && retained)
+	whyNoRetry := "its contract does not make a retry under the same id safe"
+	if c.RetrySafe {
+		whyNoRetry = fmt.Sprintf("the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)
+	}
+	review := func(reason string) (Record, error) {
+		l.metrics.action("manual_review")
+		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp, reason: truncate(reason)})
+	}
+	if !canRetry && !lateRuledOut {
+		return review("provider shows it not applied, but " + whyNoRetry)
+	}
+	same, now, err := l.revalidate(ctx, ad, rec)
+	changed := err == nil && !same
 	switch {
-	case !c.RetrySafe:
-		m.action("manual_review")
-		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
-			reason: "provider shows it not applied, but its contract does not make a retry under the same id safe"})
-	case c.Retention <= 0 || rec.DispatchedAt.IsZero() || age >= c.Retention:
-		m.action("manual_review")
-		return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
-			reason: fmt.Sprintf("provider shows it not applied, but the first dispatch (%s ago) is outside its idempotency retention %v", age, c.Retention)})
-	}
-	if same, now, err := l.revalidate(ctx, ad, rec); err == nil && !same {
-		if !c.Lookup && !c.Conditional {
-			m.action("manual_review")
-			return l.transition(ctx, g, rec, change{to: ManualReview, by: StepReconcile, evidence: evp,
-				reason: fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id nor a provider-side precondition",
-					seen(rec.Precondition), seen(now))})
-		}
-		m.action("superseded")
+	case changed && lateRuledOut:
+		l.metrics.action("superseded")
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
-			reason: fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", seen(rec.Precondition), seen(now))})
+			reason: truncate(fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", seen(rec.Precondition), seen(now)))})
+	case changed:
+		return review(fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id within its retention nor a provider-side precondition",
+			seen(rec.Precondition), seen(now)))
+	case !canRetry:
+		world := "in the approved world"
+		if err != nil {
+			world = "(the world could not be observed now: " + err.Error() + ")"
+		}
+		return review("provider shows it not applied " + world + ", but " + whyNoRetry)
 	}
-	m.action("retried")
+	l.metrics.action("retried")
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,5 +113,28 @@ func TestTaskRecordsDoNotReachASiblingTask(t *testing.T) {
 	recs, err := e.l.List(e.ctx, tenant, task, "")
 	if err != nil || len(recs) != 1 || recs[0].Operation != "op" {
 		t.Fatalf("records of %s/%s: %+v %v; want only op", tenant, task, recs, err)
+	}
+}
+
+// TestNotAppliedConditionalWithTheWorldUnobservableIsReviewed: a
+// Conditional-only provider (DNS) showing the effect not applied while its
+// world cannot be observed: not superseded (the world is not known to have
+// changed) and not retried (the provider's check does not make a retry
+// safe): MANUAL_REVIEW, saying why.
+func TestNotAppliedConditionalWithTheWorldUnobservableIsReviewed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.p.set(func(p *provider) { p.contract = Contract{Conditional: true} })
+	notAppliedAfter(t, e, func(time.Duration) {}, 0)
+	e.p.set(func(p *provider) { p.preErr = errObserve })
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "reconcile", ManualReview)(recs, err)
+	_, js := e.journal("op")
+	if last := js[len(js)-1].Reason; !strings.Contains(last, "could not be observed") || !strings.Contains(last, "retry under the same id safe") {
+		t.Fatalf("reason %q", last)
+	}
+	if _, apply, _ := e.p.calls(); apply != 1 {
+		t.Fatalf("%d Apply calls: a silent retry", apply)
 	}
 }

@@ -285,7 +285,12 @@ func testManualReview(t *testing.T, fault func(p *provider)) {
 }
 
 // "Not applied" is retried under the same operation id only where the
-// provider's contract makes that safe, within its retention, in the same world.
+// provider's contract makes that safe, within its retention, in the same
+// world; superseded in a changed world only where a late attempt is ruled
+// out (a provider-side precondition, or a lookup within the retention),
+// whether or not a retry would be safe; MANUAL_REVIEW otherwise. Each
+// branch of notApplied's classification, in its order, has a case here
+// that another order or a missing branch gets wrong.
 func TestNotApplied(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -294,21 +299,34 @@ func TestNotApplied(t *testing.T) {
 		later    time.Duration // how long after the dispatch the reconcile runs
 		world    string
 		want     State
-		observes int // Observe calls: one with a lookup by id; without, every poll up to the bound
+		observes int  // Observe calls: one with a lookup by id; without, every poll up to the bound
+		noWorld  bool // the world is not observed: no outcome but review could follow
 	}{
-		{"retry-safe", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, 1},
-		{"retry-unsafe", Contract{Lookup: true, RetrySafe: false, Retention: time.Hour}, time.Minute, "world-1", ManualReview, 1},
-		{"past retention", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-1", ManualReview, 1},
-		{"no retention promised", Contract{Lookup: true, RetrySafe: true}, time.Minute, "world-1", ManualReview, 1},
-		{"world changed", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", Superseded, 1},
+		{"retry-safe", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, 1, false},
+		{"retry-unsafe", Contract{Lookup: true, RetrySafe: false, Retention: time.Hour}, time.Minute, "world-1", ManualReview, 1, false},
+		{"past retention", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-1", ManualReview, 1, true},
+		{"no retention promised", Contract{Lookup: true, RetrySafe: true}, time.Minute, "world-1", ManualReview, 1, true},
+		{"world changed", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", Superseded, 1, false},
 		// Without a lookup by id, not applied is what the provider's state
 		// shows now: observed again up to the bound, then decided.
-		{"no lookup, retry-safe", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, DefaultPolls},
-		{"no lookup, retry-unsafe", Contract{Retention: time.Hour}, time.Minute, "world-1", ManualReview, DefaultPolls},
+		{"no lookup, retry-safe", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-1", Authorized, DefaultPolls, false},
+		{"no lookup, retry-unsafe", Contract{Retention: time.Hour}, time.Minute, "world-1", ManualReview, DefaultPolls, true},
 		// A late attempt could still land in the changed world: not
 		// superseded unless the provider checks the precondition itself.
-		{"no lookup, world changed", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", ManualReview, DefaultPolls},
-		{"no lookup, conditional, world changed", Contract{RetrySafe: true, Retention: time.Hour, Conditional: true}, time.Minute, "world-2", Superseded, DefaultPolls},
+		{"no lookup, world changed", Contract{RetrySafe: true, Retention: time.Hour}, time.Minute, "world-2", ManualReview, DefaultPolls, false},
+		{"no lookup, conditional, world changed", Contract{RetrySafe: true, Retention: time.Hour, Conditional: true}, time.Minute, "world-2", Superseded, DefaultPolls, false},
+		// A provider-side precondition (DNS prerequisites) rules out a late
+		// attempt in the changed world without making a retry safe: it
+		// supersedes, and in the approved world goes to review.
+		{"conditional only, world changed", Contract{Conditional: true}, time.Minute, "world-2", Superseded, DefaultPolls, false},
+		{"conditional only, same world", Contract{Conditional: true}, time.Minute, "world-1", ManualReview, DefaultPolls, false},
+		{"conditional, past retention, world changed", Contract{RetrySafe: true, Retention: time.Hour, Conditional: true}, 2 * time.Hour, "world-2", Superseded, DefaultPolls, false},
+		// A lookup covers every attempt while the provider remembers the id.
+		{"lookup, retry-unsafe, world changed", Contract{Lookup: true, Retention: time.Hour}, time.Minute, "world-2", Superseded, 1, false},
+		{"lookup, past retention, world changed", Contract{Lookup: true, RetrySafe: true, Retention: time.Hour}, 2 * time.Hour, "world-2", ManualReview, 1, true},
+		{"lookup, no retention promised, world changed", Contract{Lookup: true}, time.Minute, "world-2", ManualReview, 1, true},
+		// Nothing but review can follow: the world is not even observed.
+		{"zero contract, world changed", Contract{}, time.Minute, "world-2", ManualReview, DefaultPolls, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -325,12 +343,17 @@ func TestNotApplied(t *testing.T) {
 			mu.Unlock()
 			e.p.set(func(p *provider) { p.lostRequest, p.world = false, tc.world })
 			g2 := e.takeover("worker-b")
+			preBefore, _, _ := e.p.calls()
 			recs, err := e.l.Reconcile(e.ctx, g2)
 			if err != nil || len(recs) != 1 || recs[0].State != tc.want {
 				t.Fatalf("reconcile: %+v %v", recs, err)
 			}
-			if _, _, obs := e.p.calls(); obs != tc.observes {
+			pre, _, obs := e.p.calls()
+			if obs != tc.observes {
 				t.Fatalf("%d Observe calls, want %d", obs, tc.observes)
+			}
+			if observed := pre > preBefore; observed == tc.noWorld {
+				t.Fatalf("the world observed by Reconcile: %v, want %v", observed, !tc.noWorld)
 			}
 			if tc.want != Authorized {
 				if _, apply, _ := e.p.calls(); apply != 1 {

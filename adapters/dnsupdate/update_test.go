@@ -175,8 +175,9 @@ func TestOperatorEditAfterALostAnswerSettledFromTheZoneHistory(t *testing.T) {
 }
 
 // The UPDATE never arrives and an operator edits the record: the zone's
-// history shows only the operator's change. Not applied, and no retry is
-// declared safe: MANUAL_REVIEW, the operator's value untouched.
+// history shows only the operator's change. Not applied, in a changed
+// world where a late UPDATE would fail its prerequisite: SUPERSEDED, no
+// retry, the operator's value untouched.
 func TestLostUpdateThenOperatorEditIsNotApplied(t *testing.T) {
 	w := newWorld(t)
 	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
@@ -186,8 +187,8 @@ func TestLostUpdateThenOperatorEditIsNotApplied(t *testing.T) {
 	}
 	w.operatorEdit(t, "10.0.0.9")
 	rec := w.env.Reconcile(w.env.TakeOver(), "traffic-db-b")
-	if rec.State != ledger.ManualReview || w.value(t) != "10.0.0.9" {
-		t.Fatalf("state %s, value %s; want MANUAL_REVIEW and the operator's value", rec.State, w.value(t))
+	if rec.State != ledger.Superseded || w.value(t) != "10.0.0.9" || w.cnt.Applies() != 1 {
+		t.Fatalf("state %s, value %s, applies %d; want SUPERSEDED, the operator's value, one UPDATE", rec.State, w.value(t), w.cnt.Applies())
 	}
 }
 
