@@ -19,7 +19,9 @@ func claimCommand() *cli.Command {
 		Description: example(`Grants a lease of --ttl and claims the task on it in one Txn. The lease is not
 kept alive: it outlives this command and expires after --ttl unless renewed
 ('leasegate renew'). Prints the grant; keep it (-o json) for commit, renew and
-release. A task held by someone else is refused with busy and the holder.`,
+release. A task held by someone else is refused with busy and the holder.
+With --gateway the owner is your certificate's identity (--owner is
+refused) and the lease is the gateway's session, renewed only by 'renew'.`,
 			"leasegate -o json claim --tenant acme --task invoices --owner worker-1 --ttl 30s > grant.json"),
 		Flags: []cli.Flag{
 			tenantFlag("tenant of the task"), taskFlag("task to claim"), ownerFlag(), ttlFlag(10 * time.Second),

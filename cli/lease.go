@@ -76,7 +76,10 @@ deleted with it.
 
 --force revokes whatever the lease carries. It is dangerous: revoking
 another application's lease deletes its keys (a lock, a registration) at
-once, and etcd lets any user revoke a lease that carries no key.`,
+once, and etcd lets any user revoke a lease that carries no key.
+
+With --gateway it needs an operator certificate of every tenant, and
+--force is refused (the gateway revokes only leasegate leases).`,
 			"leasegate lease revoke --lease 694d7c7e0c1f4a01",
 			"leasegate lease revoke --lease 7587883720139372801",
 			"leasegate lease revoke --grant grant.json",

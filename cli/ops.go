@@ -76,7 +76,9 @@ CONFIRMED or FAILED (both need the provider's evidence: --provider-id and/or
 --evidence), SUPERSEDED or REJECTED. It is a transition like any other: fenced by
 the task's grant (--grant; a stale grant is refused) and journaled with
 --approver and --why. Any other state is refused (illegal_transition, exit 1)
-and nothing is written.`,
+and nothing is written. With --gateway it needs an operator certificate of
+the task's tenant, the approver journaled is that certificate's identity
+(--approver is refused), and --grant must be the task's current grant.`,
 			`leasegate ops resolve --grant grant.json --operation promote-db-b --to CONFIRMED --provider-id cloudtrail-4f1e --approver imani --why "CloudTrail shows the promotion; Aurora names db-b writer"`,
 			`leasegate ops resolve --grant grant.json --operation dns-1 --to SUPERSEDED --approver imani --why "traffic moved by change R-009"`),
 		Flags: []cli.Flag{

@@ -30,7 +30,8 @@ was minted: the etcd cluster answering is not the one recorded with the realm
 (<prefix>/origin), or etcd's revision has run further ahead of its raft index
 than it was then (a restore starts a new raft log). After a restore, old
 grants may pass again and epochs be reused until 'leasegate realm rotate'.
-The warnings are in the JSON's "warnings" field; the exit code stays 0.`,
+The warnings are in the JSON's "warnings" field; the exit code stays 0.
+With --gateway it needs an operator certificate of every tenant.`,
 			"leasegate realm show",
 			"leasegate -o json realm show | jq -e '.warnings | length == 0'"),
 		Action: realmShow,
@@ -44,7 +45,8 @@ func realmRotateCommand() *cli.Command {
 		Description: example(`Writes a new realm UUID. Every grant issued before it is refused with
 authority_generation_mismatch, and every 'leasegate run' stops its child. Use it
 after restoring etcd from a backup, or to cut off every owner at once. Owners
-claim again to get grants of the new realm.`,
+claim again to get grants of the new realm. With --gateway it needs an
+operator certificate of every tenant.`,
 			"leasegate realm rotate"),
 		Action: realmRotate,
 	}
