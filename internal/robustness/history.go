@@ -226,6 +226,9 @@ func OutputOf(done coordinator.Disposition, err error) Output {
 		d = done
 	}
 	out := Output{Disposition: d, Unknown: d == coordinator.OutcomeUnknown}
+	if err != nil {
+		out.Detail = err.Error()
+	}
 	var e *coordinator.Error
 	if d == coordinator.Busy && errors.As(err, &e) && e.Holder != nil {
 		out.Holder, out.Epoch = OwnerID(e.Holder.Owner, e.Holder.Lease), e.Holder.Epoch

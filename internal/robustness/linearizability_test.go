@@ -38,11 +38,15 @@ func TestLinearizableUnderFaults(t *testing.T) {
 	}
 }
 
-func report(t *testing.T, res robustness.Result) {
+func report(t *testing.T, res robustness.Result) { reportAs(t, res, t.Name()) }
+
+// reportAs logs res and, if it is Illegal, writes porcupine's
+// visualization of it to name.html in the temporary directory.
+func reportAs(t *testing.T, res robustness.Result, name string) {
 	t.Helper()
 	t.Logf("%s; verdict %s; violations %d", res.Stats, res.Verdict, len(res.Violations))
 	if res.Verdict == porcupine.Illegal {
-		path := filepath.Join(os.TempDir(), t.Name()+".html")
+		path := filepath.Join(os.TempDir(), name+".html")
 		_ = os.MkdirAll(filepath.Dir(path), 0o755)
 		if f, err := os.Create(path); err == nil {
 			_ = porcupine.Visualize(robustness.Model.ToModel(), res.Info, f)

@@ -73,6 +73,7 @@ type Output struct {
 	Version     int64  // commit: committed version; read: the version read
 	Value       string // read: the value read
 	Revision    int64  // commit: the receipt's revision (checked against etcd by Workload.Verify)
+	Detail      string // the error's text, for the visualization (never read by the model)
 }
 
 // State is one task as the model sees it. It is a comparable value.
@@ -150,7 +151,11 @@ var Model = porcupine.NondeterministicModel{
 		if out.Unknown {
 			res = "unknown"
 		}
-		return fmt.Sprintf("%s %s by %s@%d %s(v%d) -> %s e%d v%d", in.Kind, in.Task, in.Owner, in.Epoch, in.Operation, in.Expected, res, out.Epoch, out.Version)
+		d := fmt.Sprintf("%s %s by %s@%d %s(v%d) -> %s e%d v%d", in.Kind, in.Task, in.Owner, in.Epoch, in.Operation, in.Expected, res, out.Epoch, out.Version)
+		if out.Detail != "" {
+			d += " (" + out.Detail + ")"
+		}
+		return d
 	},
 	DescribeState: func(state interface{}) string {
 		s := state.(State)

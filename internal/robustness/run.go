@@ -43,6 +43,7 @@ type Result struct {
 	Violations []string              // from Workload.Verify
 	Info       porcupine.LinearizationInfo
 	History    *History
+	Seed       int64 // the scenario's seed (its choices of faults, members and clients)
 }
 
 // checkTimeout bounds porcupine's search.
@@ -142,5 +143,5 @@ func Run(ctx context.Context, cl *embedtest.Cluster, sc Scenario) (Result, error
 	if w.Gateway != nil {
 		stats.FailedOver = w.Gateway.FailedOver()
 	}
-	return Result{Stats: stats, Verdict: verdict, Violations: violations, Info: info, History: h}, nil
+	return Result{Stats: stats, Verdict: verdict, Violations: violations, Info: info, History: h, Seed: sc.Seed}, nil
 }

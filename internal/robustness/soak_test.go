@@ -2,6 +2,7 @@ package robustness_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -55,13 +56,13 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", runs, err)
 		}
-		t.Logf("run %d: %s; verdict %s; violations %v", runs, res.Stats, res.Verdict, res.Violations)
+		t.Logf("run %d (seed %d): %s; verdict %s; violations %v", runs, res.Seed, res.Stats, res.Verdict, res.Violations)
 		sum.Add(res.Stats)
 		verdicts[res.Verdict]++
 		violations += len(res.Violations)
 		if res.Verdict == porcupine.Illegal {
 			violations++
-			report(t, res)
+			reportAs(t, res, fmt.Sprintf("%s-run-%d", t.Name(), runs))
 		}
 	}
 	teeth, err := robustness.Run(ctx, cl, robustness.Scenario{Name: "soak-unfenced", Commit: robustness.UnfencedCommit,
