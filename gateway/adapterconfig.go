@@ -21,13 +21,13 @@ import (
 // (and only that one), credentials in files the settings name — never in
 // the configuration's own text.
 type AdapterConfig struct {
-	// Type is one of AdapterTypes: pgpromote, dnsupdate, httpidem (the
+	// Type is pgpromote, dnsupdate, httpidem (the
 	// reference adapters of adapters/), dev-topology, dev-dns (the
 	// simulated providers of --dev, without settings).
 	Type string `json:"type"`
-	// Kind is the effect kind served (default: the type's, as
-	// AdapterTypes lists them; the dev types serve only theirs). Each kind
-	// is served once.
+	// Kind is the effect kind served (default: the type's: db.promote,
+	// dns.upsert, http.idempotent; the dev types serve only theirs:
+	// db.promote, dns.upsert). Each kind is served once.
 	Kind string `json:"kind,omitempty"`
 
 	PGPromote *PGPromoteConfig `json:"pgpromote,omitempty"`
@@ -139,16 +139,7 @@ var adapterTypes = map[string]adapterType{
 	}},
 }
 
-// AdapterTypes are the types an AdapterConfig may name, with the effect
-// kind each serves by default.
-func AdapterTypes() map[string]string {
-	out := map[string]string{}
-	for name, t := range adapterTypes {
-		out[name] = t.kind
-	}
-	return out
-}
-
+// typeNames are adapterTypes' names, the reference adapters first.
 func typeNames() string {
 	return "pgpromote, dnsupdate, httpidem, dev-topology, dev-dns"
 }

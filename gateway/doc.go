@@ -31,8 +31,21 @@
 //   - Every disposition maps to one code (Code), with the disposition,
 //     detail and hint in a Refusal error detail; etcd unreachable is
 //     Unavailable (a hold), a lost etcd answer outcome_unknown.
+//   - A configuration (LoadConfig, Config.NewAdapters) is checked whole
+//     before anything is served: unknown fields, adapter types and kinds
+//     (one adapter per kind), and each reference adapter's settings by its
+//     constructor — addresses that resolve, keys, credential files that
+//     are readable and private to owner and group. A fault is
+//     invalid_input naming the field.
+//   - Each adapter's provider is shown in grpc.health.v1 under
+//     AdapterHealthService(kind), probed without changing anything; the
+//     server's own services stay SERVING while a provider is down.
 //
 // # Non-guarantees
+//
+//   - A provider that answers a probe may still refuse or lose the next
+//     call; a provider that does not is not refused a dispatch by the
+//     health service (each dispatch decides for itself).
 //
 //   - A worker that holds provider credentials of its own bypasses the
 //     gateway and every fence: give workers none.
