@@ -91,6 +91,7 @@ the role's grant on --prefix).`,
 			&cli.StringFlag{Name: "scenario", Usage: "replay a named scenario in both designs, side by side against its clock (incident: seed 003's timeline)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
 			&cli.StringFlag{Name: "providers", Usage: "sim (simulated providers, virtual time) or real (PostgreSQL and BIND on this machine, real time; default 20 trials)", Value: "sim"},
+			&cli.BoolFlag{Name: "via-gateway", Usage: "the fenced workers reach the effect gateway over loopback TLS (false: they call the ledger in-process)", Value: true},
 			metricsAddrFlag(),
 		},
 		Action: drillAction,
@@ -135,7 +136,7 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		return s, coordinator.Invalid("drill", "--providers %q: use sim or real", pr)
 	}
 	s.opts = []drill.Option{drill.WithTrials(s.trials), drill.WithSeed(c.Uint64("seed")),
-		drill.WithParallel(c.Int("parallel")), drill.WithDesigns(s.designs...)}
+		drill.WithParallel(c.Int("parallel")), drill.WithDesigns(s.designs...), drill.WithViaGateway(c.Bool("via-gateway"))}
 	if c.IsSet("replay") {
 		if s.replay < 0 {
 			return s, coordinator.Invalid("drill", "--replay %d: a trial number is 0 or more", s.replay)

@@ -168,7 +168,9 @@ func (a dnsAdapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidenc
 		if waited >= dnsApplyWait {
 			return wk.evidence([]string{id}, "PENDING"), ledger.Ambiguous(fmt.Errorf("change %s still PENDING after %v", id, dnsApplyWait))
 		}
-		wk.a.sleep(2 * time.Second)
+		if err := wk.w.sleep(2 * time.Second); err != nil {
+			return wk.evidence([]string{id}, "PENDING"), ledger.Ambiguous(err)
+		}
 	}
 }
 

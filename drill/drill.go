@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ type config struct {
 	Progress func(Progress)
 	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
 	real     *RealProviders        // WithRealProviders (real.go)
+	// ViaGateway: the fenced workers reach their gateway over loopback TLS
+	// (gateway.go), else they call the ledger in-process.
+	ViaGateway bool
 }
 
 // WithTrials sets the number of trials per design (default DefaultTrials).
@@ -112,6 +116,15 @@ func WithScenario(sc Scenario) Option {
 		}
 		return fmt.Errorf("scenario %q: the scenarios are %v", sc, Scenarios)
 	}
+}
+
+// WithViaGateway sets whether the fenced design's workers reach the
+// effect gateway over the network — a gateway server on loopback TLS
+// holding each trial's provider adapters, so that a worker's stop does not
+// stop a dispatch the gateway claimed — or call the ledger in their own
+// process (false), as an embedded gateway (default true).
+func WithViaGateway(on bool) Option {
+	return func(c *config) error { c.ViaGateway = on; return nil }
 }
 
 // WithLogger sets the logger (default zap.NewNop()).
@@ -203,6 +216,11 @@ type DesignReport struct {
 type runner struct {
 	cfg   config
 	coord *coordinator.Coordinator
+	// hop serves the fenced trials' gateways (nil: in-process).
+	hop *hop
+	// bypassOnWake breaks the fenced design for a test: a worker woken from
+	// a stop beside the gateway calls the DNS provider itself.
+	bypassOnWake bool
 	// progress: done of total trials; mu orders the Progress calls.
 	mu          sync.Mutex
 	done, total int
@@ -225,7 +243,7 @@ func (r *runner) tenant(d Design) string { return "drill-" + string(d) }
 // pass. It does not delete the prefix: call Cleanup.
 func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report, error) {
 	cfg := config{Trials: DefaultTrials, Parallel: 16, Designs: []Design{Fenced, Naive}, Prefix: "/leasegate/drill",
-		Replay: -1, Logger: zap.NewNop(), Progress: func(Progress) {}}
+		Replay: -1, Logger: zap.NewNop(), Progress: func(Progress) {}, ViaGateway: true}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, coordinator.Invalid("drill", "%v", err)
@@ -250,6 +268,18 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		return nil, fmt.Errorf("drill: %w", err)
 	}
 	r := &runner{cfg: cfg, coord: coord, total: cfg.Trials * len(cfg.Designs)}
+	if cfg.ViaGateway && cfg.real == nil && slices.Contains(cfg.Designs, Fenced) { // the real providers' world calls its ledger in-process
+		h, err := startHop(lg)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := h.close(); cerr != nil {
+				lg.Warn("gateway listener", zap.Error(cerr))
+			}
+		}()
+		r.hop = h
+	}
 	if cfg.Replay >= 0 || cfg.Scenario != "" {
 		r.total = len(cfg.Designs)
 	}

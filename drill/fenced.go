@@ -100,12 +100,14 @@ func (wk *worker) hold(reason, format string, args ...any) error {
 }
 
 // gateway is everything a fenced worker asks of the effect ledger and its
-// gateway: *ledger.Ledger in-process, as the drill runs it, or a client of
-// a gateway service (over loopback, say) with the same calls.
+// gateway: the trial's gateway server over loopback TLS (hopLedger,
+// gateway_worker.go), or the ledger in the worker's own process
+// (inProcess). Authorize and Reject are the approver's (a.Approver,
+// approver), Resolve the commander's.
 type gateway interface {
 	Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error)
 	Authorize(ctx context.Context, g coordinator.Grant, operation string, a ledger.Approval) (ledger.Record, error)
-	Reject(ctx context.Context, g coordinator.Grant, operation, reason string) (ledger.Record, error)
+	Reject(ctx context.Context, g coordinator.Grant, operation, approver, reason string) (ledger.Record, error)
 	Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error)
 	Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.Record, error)
 	Resolve(ctx context.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, approver, why string) (ledger.Record, error)
@@ -113,15 +115,29 @@ type gateway interface {
 	Record(ctx context.Context, tenant, task, operation string) (ledger.Record, []ledger.Transition, error)
 }
 
-var _ gateway = (*ledger.Ledger)(nil)
+// inProcess is the ledger in the worker's process: its adapters are the
+// worker's own, so a paused worker pauses its gateway.
+type inProcess struct{ *ledger.Ledger }
 
-func (wk *worker) newLedger() (*ledger.Ledger, error) {
-	return ledger.New(wk.w.run.coord,
+var _ gateway = inProcess{}
+
+func (l inProcess) Reject(ctx context.Context, g coordinator.Grant, operation, approver, reason string) (ledger.Record, error) {
+	return l.Ledger.Reject(ctx, g, operation, approver+": "+reason)
+}
+
+// newLedger is the worker's gateway: its trial's over the network, or a
+// ledger of its own.
+func (wk *worker) newLedger() (gateway, error) {
+	if wk.w.gw != nil {
+		return hopLedger{wk}, nil
+	}
+	l, err := ledger.New(wk.w.run.coord,
 		ledger.WithAdapters(topologyAdapter{wk}, dnsAdapter{wk}),
 		ledger.WithClock(func() time.Time { return simTime(wk.w.s.now) }),
 		ledger.WithSleep(func(ctx context.Context, d time.Duration) error { wk.a.sleep(d); return nil }),
 		ledger.WithPolling(2*time.Second, 30*time.Second, 12),
 		ledger.WithLogger(wk.w.run.cfg.Logger))
+	return inProcess{l}, err
 }
 
 // check copies the journal's new transitions into the trajectory and
@@ -154,7 +170,7 @@ func (w *world) syncJournal() {
 			continue
 		}
 		w.journalRev = t.Revision
-		e := Event{At: w.s.now, Kind: KindTransition, Actor: t.Owner, Epoch: t.Epoch, Operation: t.Operation,
+		e := Event{At: w.s.now, Kind: KindTransition, Actor: w.ownerName(t.Owner), Epoch: t.Epoch, Operation: t.Operation,
 			Effect: w.effects[t.Operation], From: string(t.From), To: string(t.To), Detail: string(t.By) + ": " + t.Reason}
 		if t.Evidence != nil {
 			e.Evidence = t.Evidence.ProviderIDs
@@ -523,7 +539,7 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 			by.wait()
 			if by.decide != nil {
 				if ok, why := by.decide(rec); !ok {
-					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name+": "+why)
+					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name, why)
 					if err := wk.check("reject", err); err != nil {
 						return rec, err
 					}

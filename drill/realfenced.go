@@ -99,7 +99,7 @@ func (wk *realWorker) fenced() error {
 		return err
 	}
 	p := wk.w.prov
-	l, err := ledger.New(wk.w.run.coord,
+	led, err := ledger.New(wk.w.run.coord,
 		ledger.WithAdapters(realTap{inner: p.pg, wk: wk, promote: true}, realTap{inner: p.up, wk: wk}),
 		ledger.WithPolling(250*time.Millisecond, time.Second, 8),
 		ledger.WithCallTimeout(realCallTimeout),
@@ -107,6 +107,7 @@ func (wk *realWorker) fenced() error {
 	if err != nil {
 		return err
 	}
+	l := inProcess{led}
 	if err := wk.reconcile(l); err != nil {
 		return err
 	}
@@ -327,7 +328,7 @@ func (wk *realWorker) drive(l gateway, rec ledger.Record, by approver) (ledger.R
 		case ledger.Proposed:
 			if by.decide != nil {
 				if ok, why := by.decide(rec); !ok {
-					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name+": "+why)
+					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name, why)
 					if err := wk.check("reject", err); err != nil {
 						return rec, err
 					}

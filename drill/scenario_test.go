@@ -10,11 +10,12 @@ import (
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
-// runIncident runs the incident scenario in both designs.
-func runIncident(t *testing.T) (naive, fenced *drill.Trajectory) {
+// runIncident runs the incident scenario in both designs (the fenced one
+// through the gateway unless opts say otherwise).
+func runIncident(t *testing.T, opts ...drill.Option) (naive, fenced *drill.Trajectory) {
 	t.Helper()
 	cli := embedtest.NewCluster(t).Client(t)
-	rep, err := drill.Run(lgtest.Ctx(t), cli, drill.WithScenario(drill.ScenarioIncident), drill.WithPrefix("/scenario"))
+	rep, err := drill.Run(lgtest.Ctx(t), cli, append([]drill.Option{drill.WithScenario(drill.ScenarioIncident), drill.WithPrefix("/scenario")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,12 @@ func record(by, value, id string) func(drill.Event) bool {
 
 // TestIncidentScenario: the naive design reproduces the seed's timeline in
 // its order and at its clock; the fenced design refuses A's late step,
-// adopts the original operation instead of minting attempt-b, and never
-// points traffic away from the writer.
+// keeps the original operation instead of minting attempt-b, and never
+// points traffic away from the writer. Through the gateway (the default)
+// the gateway records AWS's acknowledgement as it comes — the receipt is
+// the gateway's, not A's — and B adopts the CONFIRMED operation; with the
+// ledger in A's process, A's pause loses the receipt and B reconciles it
+// from the provider's evidence.
 func TestIncidentScenario(t *testing.T) {
 	naive, fenced := runIncident(t)
 	promote := func(by, key string) func(drill.Event) bool {
@@ -111,23 +116,65 @@ func TestIncidentScenario(t *testing.T) {
 		t.Errorf("naive: traffic moved %d times, want 3", n)
 	}
 
-	inOrder(t, fenced, []step{
+	for _, g := range []drill.Grader{drill.GraderOnePromotionIntent, drill.GraderStaleEpochDispatch, drill.GraderProhibitedTraffic} {
+		if !caught(drill.Grade(naive), g) {
+			t.Errorf("naive: %s did not catch the incident", g)
+		}
+	}
+	checkFenced(t, fenced, true)
+	_, inProcess := runIncident(t, drill.WithViaGateway(false))
+	checkFenced(t, inProcess, false)
+	side := drill.SideBySide(naive, fenced)
+	for _, s := range []string{"02:13:27", "02:13:50", "02:14:22", "02:21:08", "A-184", "B-771", "R-009", "REFUSED at the gateway"} {
+		if !strings.Contains(side, s) {
+			t.Errorf("side by side lacks %q:\n%s", s, side)
+		}
+	}
+}
+
+// checkFenced checks the fenced design's run of the incident, through the
+// gateway or in-process.
+func checkFenced(t *testing.T, fenced *drill.Trajectory, viaGateway bool) {
+	t.Helper()
+	kind := func(k drill.Kind, actor, effect string) func(drill.Event) bool {
+		return func(e drill.Event) bool {
+			return e.Kind == k && e.Actor == actor && (effect == "" || e.Effect == effect)
+		}
+	}
+	confirmedBy := func(actor string) func(drill.Event) bool {
+		return func(e drill.Event) bool {
+			return e.Kind == drill.KindTransition && e.Operation == "promote/incident-seed003" && e.To == "CONFIRMED" && e.Actor == actor
+		}
+	}
+	steps := []step{
 		{"02:13:00", kind(drill.KindClaim, "worker-a", ""), "A claims"},
-		{"02:13:27", promote("worker-a", "promote/incident-seed003"), "A's promotion under the stable id"},
+		{"02:13:27", func(e drill.Event) bool {
+			return e.Kind == drill.KindCall && e.Effect == "PromoteTarget" && e.By == "worker-a" && e.Operation == "promote/incident-seed003"
+		}, "A's promotion under the stable id"},
 		{"02:13:27", kind(drill.KindFault, "worker-a", "heartbeat_stop"), "A's connection fails"},
-		{"02:13:40", kind(drill.KindClaim, "worker-b", ""), "B takes over"},
-		{"02:13:50", kind(drill.KindRefused, "worker-a", ""), "A's late step refused at the gateway"},
-		{"", func(e drill.Event) bool {
-			return e.Kind == drill.KindTransition && e.Operation == "promote/incident-seed003" && e.To == "CONFIRMED" && e.Actor == "worker-b"
-		}, "B confirms the original operation from the provider's evidence"},
-		{"", record("worker-b", "aurora-usw2", ""), "B points traffic at the writer"},
-	})
+	}
+	if viaGateway {
+		steps = append(steps,
+			step{"02:13:27", confirmedBy("worker-a"), "the gateway records AWS's answer under A's grant, A paused or not"},
+			step{"02:13:40", kind(drill.KindClaim, "worker-b", ""), "B takes over"},
+			step{"02:13:40", func(e drill.Event) bool {
+				return e.Kind == drill.KindNote && e.Actor == "worker-b" && strings.Contains(e.Detail, "adopts promotion promote/incident-seed003 (CONFIRMED)")
+			}, "B adopts the confirmed operation"},
+			step{"02:13:50", kind(drill.KindRefused, "worker-a", ""), "A's late step refused at the gateway"})
+	} else {
+		steps = append(steps,
+			step{"02:13:40", kind(drill.KindClaim, "worker-b", ""), "B takes over"},
+			step{"02:13:50", kind(drill.KindRefused, "worker-a", ""), "A's late step refused at the gateway"},
+			step{"", confirmedBy("worker-b"), "B confirms the original operation from the provider's evidence"})
+	}
+	steps = append(steps, step{"", record("worker-b", "aurora-usw2", ""), "B points traffic at the writer"})
+	inOrder(t, fenced, steps)
 	for _, e := range fenced.Events {
 		if e.Kind == drill.KindCall && e.Effect == "PromoteTarget" && e.Operation != "promote/incident-seed003" {
 			t.Errorf("fenced: a second promotion intent %q", e.Operation)
 		}
 		if (e.Kind == drill.KindCall || e.Kind == drill.KindApplied) && e.By == "worker-a" && e.Effect != "PromoteTarget" &&
-			e.Effect != "promotion-accepted" && e.Effect != "DescribeGlobalCluster" {
+			e.Effect != "promotion-accepted" && e.Effect != "DescribeGlobalCluster" && e.Effect != "ListResourceRecordSets" {
 			t.Errorf("fenced: A's late call reached a provider: %+v", e)
 		}
 	}
@@ -136,17 +183,6 @@ func TestIncidentScenario(t *testing.T) {
 	}
 	if v := drill.Grade(fenced); len(v) != 0 {
 		t.Errorf("fenced: %v", v)
-	}
-	for _, g := range []drill.Grader{drill.GraderOnePromotionIntent, drill.GraderStaleEpochDispatch, drill.GraderProhibitedTraffic} {
-		if !caught(drill.Grade(naive), g) {
-			t.Errorf("naive: %s did not catch the incident", g)
-		}
-	}
-	side := drill.SideBySide(naive, fenced)
-	for _, s := range []string{"02:13:27", "02:13:50", "02:14:22", "02:21:08", "A-184", "B-771", "R-009", "REFUSED at the gateway"} {
-		if !strings.Contains(side, s) {
-			t.Errorf("side by side lacks %q:\n%s", s, side)
-		}
 	}
 }
 

@@ -26,6 +26,8 @@ type sim struct {
 	events []*worldEvent
 	back   chan struct{} // an actor yielded or ended
 	seq    int
+	// running is the actor that runs now (set by run as it resumes one).
+	running *actor
 	// script, when set, fixes the timings of a named scenario (scenario.go).
 	script *script
 }
@@ -110,6 +112,7 @@ func (s *sim) run(limit time.Duration) {
 			next.fn()
 		case who != nil && who.wake <= limit:
 			s.now = who.wake
+			s.running = who
 			who.resume <- struct{}{}
 			<-s.back
 		case who != nil:
@@ -117,6 +120,7 @@ func (s *sim) run(limit time.Duration) {
 			for _, a := range s.actors {
 				if !a.done {
 					a.killed = true
+					s.running = a
 					a.resume <- struct{}{}
 					<-s.back
 				}
@@ -153,6 +157,35 @@ func (a *actor) sleep(d time.Duration) {
 	if a.killed {
 		panic(errKilled{a.name})
 	}
+}
+
+// forever is the wake time of an actor that waits for another (wait).
+const forever = time.Duration(1<<63 - 1)
+
+// wait lets the world run until another actor wakes this one (wakeNow).
+func (a *actor) wait() { a.sleep(forever - a.s.now) }
+
+// wakeNow makes a waiting actor runnable at the current time.
+func (a *actor) wakeNow() {
+	if a.wake > a.s.now {
+		a.wake = a.s.now
+	}
+}
+
+// pause is sleep for code that runs on the actor's behalf outside its own
+// goroutine (a gateway's handler of the actor's call): a killed actor is
+// an error there, never a panic that would unwind the wrong goroutine.
+func (a *actor) pause(d time.Duration) error {
+	if a.killed {
+		return errKilled{a.name}
+	}
+	a.wake = a.s.now + d
+	a.s.back <- struct{}{}
+	<-a.resume
+	if a.killed {
+		return errKilled{a.name}
+	}
+	return nil
 }
 
 // step is the time one action of a worker takes.

@@ -2,9 +2,11 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -69,6 +71,15 @@ type world struct {
 	journalRev int64
 	effects    map[string]string
 	journal    *ledger.Ledger
+	// gw is the trial's gateway when the fenced workers reach it over the
+	// network (gateway.go; nil: in-process); calls maps the actor of each
+	// call at it to the worker that made it, and hopMu hands the world over
+	// between a caller and the gateway's handler.
+	gw       *trialGateway
+	calls    map[*actor]*worker
+	hopMu    sync.Mutex
+	hopCalls map[string]*hopCall // under hopMu
+	hopSeq   int
 }
 
 // worker is one simulated worker process; its ownership is real etcd.
@@ -77,7 +88,7 @@ type worker struct {
 	name       string
 	build      string
 	a          *actor
-	sess       *coordinator.Session
+	sess       session
 	grant      coordinator.Grant
 	first      bool // the first worker: the one faults stop
 	staleCache bool // its first topology read comes from a stale cache
@@ -86,6 +97,9 @@ type worker struct {
 	// resumedFrom is the record's value the commander let this worker go
 	// on from after an out-of-band edit ("" if none).
 	resumedFrom string
+	// stop is a stop that struck while the worker's call was at the
+	// gateway, to take effect when it next runs (applyStop).
+	stop *stopped
 }
 
 // trialRNG derives a trial's RNG from the run's seed and the trial
@@ -114,13 +128,22 @@ func (r *runner) runWorld(ctx context.Context, design Design, trial int, p plan,
 	}
 	audit := &auditTrail{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
 	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: task, s: s,
-		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{}}
+		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{},
+		calls: map[*actor]*worker{}, hopCalls: map[string]*hopCall{}}
 	if design == Fenced {
 		l, err := ledger.New(r.coord, ledger.WithLogger(r.cfg.Logger))
 		if err != nil {
 			return traj, []error{err}
 		}
 		w.journal = l
+		if r.hop != nil {
+			gw, err := r.hop.startGateway(w)
+			if err != nil {
+				return traj, []error{err}
+			}
+			defer gw.stop()
+			w.gw = gw
+		}
 	}
 	w.dns.longDelay = p.dnsLong
 	w.topo.lookupDownUntil = p.lookupOutage
@@ -233,7 +256,7 @@ func (wk *worker) caller(key string) caller {
 
 // start opens the worker's etcd session (its real lease).
 func (wk *worker) start() error {
-	s, err := wk.w.run.coord.NewSession(wk.w.ctx, wk.name, sessionTTL, coordinator.WithoutKeepAlive())
+	s, err := wk.openSession()
 	if err != nil {
 		return fmt.Errorf("session of %s: %w", wk.name, err)
 	}
@@ -253,7 +276,11 @@ func (wk *worker) acquire() error {
 		}
 	}
 	for retry := claimRetry; ; retry = min(2*retry, claimRetryMax) {
-		g, err := wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task)
+		var (
+			g   coordinator.Grant
+			err error
+		)
+		wk.direct(func() { g, err = wk.sess.Claim(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task) })
 		switch coordinator.DispositionOf(err) {
 		case coordinator.OK:
 			wk.grant = g
@@ -272,7 +299,13 @@ func (wk *worker) acquire() error {
 
 // release gives the task up when the worker is done.
 func (wk *worker) release() {
-	if err := wk.w.run.coord.Release(wk.w.ctx, wk.grant); err != nil {
+	if err := wk.releaseTask(); err != nil {
+		if wk.w.gw != nil {
+			if err := wk.check("release", err); !errors.Is(err, errStop) { // a stale worker's is refused at the gateway
+				wk.note("release: %v", err)
+			}
+			return
+		}
 		wk.note("release refused: %s", coordinator.DispositionOf(err))
 		return
 	}
@@ -335,6 +368,10 @@ func (wk *worker) stopAt(win window, what string) {
 	}
 	wk.failed = true
 	fault := stopFault(win, p.kill)
+	if wk.w.gw != nil {
+		wk.stopBesideGateway(win, fault, what)
+		return
+	}
 	if p.kill {
 		wk.record(Event{Kind: KindFault, Effect: string(fault), Detail: "the process dies " + what})
 		wk.expireLease()

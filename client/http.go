@@ -1,0 +1,38 @@
+package client
+
+import (
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/coordinator"
+)
+
+// NewWithHTTPClient is a client of the gateway at baseURL that sends its
+// calls through hc, whose transport carries the TLS configuration (the CA
+// and this caller's certificate: its identity). Clients of one caller at
+// several base URLs — path prefixes that a router in front of several
+// gateways serves, as the drill's does — share hc's connections. Close
+// closes hc's idle connections, so those of every client sharing it.
+func NewWithHTTPClient(baseURL string, hc *http.Client, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, coordinator.Invalid("client", "%v", err)
+		}
+	}
+	if hc == nil {
+		return nil, coordinator.Invalid("client", "nil HTTP client")
+	}
+	var copts []connect.ClientOption
+	if o.grpc {
+		copts = append(copts, connect.WithGRPC())
+	}
+	return &Client{
+		workers:   leasegatev1connect.NewWorkerServiceClient(hc, baseURL, copts...),
+		approvers: leasegatev1connect.NewApproverServiceClient(hc, baseURL, copts...),
+		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
+		http:      hc,
+	}, nil
+}
