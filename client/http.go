@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -35,4 +36,11 @@ func NewWithHTTPClient(baseURL string, hc *http.Client, opts ...Option) (*Client
 		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
 		http:      hc,
 	}, nil
+}
+
+// HTTPClient is the HTTP client New gives a Client of the Connect
+// protocol, for NewWithHTTPClient: a unary call over HTTP/1.1, a stream
+// over HTTP/2 (see New), with tlsConfig (the caller's certificate).
+func HTTPClient(tlsConfig *tls.Config) *http.Client {
+	return &http.Client{Transport: splitTransport{h1: newTransport(tlsConfig, false), h2: newTransport(tlsConfig, true)}}
 }

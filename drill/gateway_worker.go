@@ -97,8 +97,11 @@ func (wk *worker) atGateway(ctx context.Context, call func(ctx context.Context))
 		if started {
 			<-c.done // the handler may outlive its client's answer (a call cut short)
 		}
-		if w.journal != nil {
-			w.syncJournal() // what the gateway recorded, at the time it answered
+		if w.journal != nil && wk.stop != nil {
+			// What the gateway recorded, at the time it answered: the
+			// worker, stopped, copies nothing until it wakes (a running one
+			// copies it now, in check).
+			w.syncJournal()
 		}
 		wk.a.wakeNow()
 	})
