@@ -46,17 +46,13 @@
 //   - A provider that answers a probe may still refuse or lose the next
 //     call; a provider that does not is not refused a dispatch by the
 //     health service (each dispatch decides for itself).
-//
 //   - A worker that holds provider credentials of its own bypasses the
 //     gateway and every fence: give workers none.
-//
 //   - The gateway cannot cancel a provider call already sent; a newer
 //     epoch stops new dispatches only.
-//
 //   - A session's deadline is the server's clock; a client stops on its
 //     own clock from its own send time (client.Session does), which is
 //     earlier.
-//
 //   - A binary-protobuf gRPC message over the size limit is refused by the
 //     transport as resource_exhausted, not invalid_argument (a JSON or
 //     Connect request with a Content-Length over it is invalid_argument).
