@@ -175,7 +175,7 @@ var indepMutations = []Mutation{
 	ind("revoke/zero-lease", leasesGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
 		"if lease <= 0 {\n\t\treturn Invalid(\"lease revoke\"", "if lease < 0 {\n\t\treturn Invalid(\"lease revoke\""),
 
-	// ---- coordinator/held.go
+	// ---- coordinator/grants.go (Session.Grants) and release.go (ReleaseTask)
 	ind("grants/old-realm-listed", grantsGo, "Session.Grants lists owner keys older than the realm",
 		`string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {`, `string(kv.Value) != s.owner {`),
 	ind("releasetask/any-lease", releaseGo, "ReleaseTask deletes an owner key of the same label on another lease",

@@ -125,7 +125,7 @@ var mutations = []Mutation{
 		"\treturn nil\n}\n\n// DescribeHolder completes", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
 		txnPkg, coordPkg),
 
-	// ---- release, renew (coordinator/grant.go) and ReleaseTask (coordinator/held.go)
+	// ---- renew (coordinator/renew.go), release and ReleaseTask (coordinator/release.go)
 	mut("renew/no-guard", renewGo, "Renew keeps a lease alive without checking the grant is current",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`,
 		txnPkg, coordPkg),
