@@ -42,7 +42,6 @@ func TestPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := lgtest.Snap(t, root, "")
 	bob := cl.ClientAs(t, "bob", "bob-pw")
 	for name, open := range map[string]func() error{
 		"New outside the role's prefix": func() error {
@@ -54,18 +53,15 @@ func TestPermissionDenied(t *testing.T) {
 			return err
 		},
 	} {
-		err := open()
-		if coordinator.DispositionOf(err) != coordinator.PermissionDenied {
-			t.Fatalf("%s: %v; want permission_denied", name, err)
-		}
+		t.Run(name, func(t *testing.T) { lgtest.RefusedWritingNothing(t, root, "", coordinator.PermissionDenied, open) })
 	}
 	// No credentials at all: etcd does not know who asks (unauthenticated,
 	// exit 6 in the CLI as permission_denied is).
-	_, err = coordinator.New(ctx, cl.ClientAs(t, "", ""), coordinator.WithPrefix("/apps/lg"))
-	lgtest.Want(t, err, coordinator.Unauthenticated)
-	if d := before.Diff(lgtest.Snap(t, root, "")); d != "" {
-		t.Fatalf("refused opens wrote:\n%s", d)
-	}
+	anonymous := cl.ClientAs(t, "", "")
+	lgtest.RefusedWritingNothing(t, root, "", coordinator.Unauthenticated, func() error {
+		_, err := coordinator.New(ctx, anonymous, coordinator.WithPrefix("/apps/lg"))
+		return err
+	})
 	// A commit whose caller op lies outside the role's prefix: etcd's auth
 	// refuses the whole Txn.
 	bc, err := coordinator.New(ctx, bob, coordinator.WithPrefix("/elsewhere"))
@@ -73,11 +69,9 @@ func TestPermissionDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	bg := lgtest.Claim(t, lgtest.Session(t, bc, "bob", 10*time.Second), "t", "k")
-	before = lgtest.Snap(t, root, "")
-	_, err = fencedtxn.Commit(ctx, bc, bg, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")},
-		fencedtxn.WithOps(clientv3.OpPut("/apps/not-bobs", "x")))
-	lgtest.Want(t, err, coordinator.PermissionDenied)
-	if d := before.Diff(lgtest.Snap(t, root, "")); d != "" {
-		t.Fatalf("a refused commit wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, root, "", coordinator.PermissionDenied, func() error {
+		_, err := fencedtxn.Commit(ctx, bc, bg, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op", Value: []byte("v")},
+			fencedtxn.WithOps(clientv3.OpPut("/apps/not-bobs", "x")))
+		return err
+	})
 }

@@ -50,21 +50,20 @@ func TestNoSpace(t *testing.T) {
 		t.Fatalf("alarm list: %v %v; want the NOSPACE alarm raised", alarms, err)
 	}
 
-	before := lgtest.Snap(t, cli, c.Keys().Prefix())
-	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "full", Operation: "op-1", Value: []byte("v")})
-	lgtest.Want(t, err, coordinator.NoSpace)
+	prefix := c.Keys().Prefix()
+	lgtest.RefusedWritingNothing(t, cli, prefix, coordinator.NoSpace, func() error {
+		_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "full", Operation: "op-1", Value: []byte("v")})
+		return err
+	})
 	if !errors.Is(err, coordinator.ErrNoSpace) || coordinator.NoSpace.Class() != coordinator.ClassUnavailable {
 		t.Fatalf("commit: %v; want ErrNoSpace, a hold", err)
 	}
-	_, err = s.Claim(ctx, "t", "other")
-	lgtest.Want(t, err, coordinator.NoSpace)
-	_, err = c.NewSession(ctx, "late", 10*time.Second)
-	lgtest.Want(t, err, coordinator.NoSpace)
-	_, err = c.RotateRealm(ctx)
-	lgtest.Want(t, err, coordinator.NoSpace)
-	if d := before.Diff(lgtest.Snap(t, cli, c.Keys().Prefix())); d != "" {
-		t.Fatalf("a write under NOSPACE changed the keyspace:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, cli, prefix, coordinator.NoSpace, func() error { _, err := s.Claim(ctx, "t", "other"); return err })
+	lgtest.RefusedWritingNothing(t, cli, prefix, coordinator.NoSpace, func() error {
+		_, err := c.NewSession(ctx, "late", 10*time.Second)
+		return err
+	})
+	lgtest.RefusedWritingNothing(t, cli, prefix, coordinator.NoSpace, func() error { _, err := c.RotateRealm(ctx); return err })
 	// Reads still work: the grant is still current.
 	if own, err := c.Owner(ctx, "t", "full"); err != nil || own.Epoch != g.Epoch {
 		t.Fatalf("owner under NOSPACE: %+v %v", own, err)

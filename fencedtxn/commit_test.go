@@ -116,15 +116,13 @@ func TestWithSessionStopsPastLocalDeadline(t *testing.T) {
 	s := lgtest.Session(t, c, "worker", time.Second, coordinator.WithoutKeepAlive())
 	g := lgtest.Claim(t, s, "t", "k")
 	lgtest.Wait(t, s.Done(), "the session to end")
-	before := lgtest.Snap(t, c.Client(), c.Keys().Prefix())
 	// No etcd is needed to refuse: an expired context proves no I/O.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := fencedtxn.Commit(done, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}, fencedtxn.WithSession(s))
-	lgtest.Want(t, err, coordinator.ExpiredOwner)
-	if d := before.Diff(lgtest.Snap(t, c.Client(), c.Keys().Prefix())); d != "" {
-		t.Fatalf("refused commit wrote:\n%s", d)
-	}
+	lgtest.RefusedWritingNothing(t, c.Client(), c.Keys().Prefix(), coordinator.ExpiredOwner, func() error {
+		_, err := fencedtxn.Commit(done, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}, fencedtxn.WithSession(s))
+		return err
+	})
 }
 
 // TestDeadlineAfterSendIsOutcomeUnknown sends a commit to a member that has

@@ -154,10 +154,18 @@ func WaitDisconnected(t testing.TB, cli *clientv3.Client) {
 // anything under prefix changed meanwhile: a refusal writes nothing.
 func RefusedWritingNothing(t testing.TB, cli *clientv3.Client, prefix string, want coordinator.Disposition, f func() error) {
 	t.Helper()
+	WritesNothing(t, cli, prefix, fmt.Sprintf("refused with %s", want), func() { Want(t, f(), want) })
+}
+
+// WritesNothing runs f, a block of calls each checked by f itself (several
+// refusals, a read), and fails t if anything under prefix changed
+// meanwhile; what names the block in the failure.
+func WritesNothing(t testing.TB, cli *clientv3.Client, prefix, what string, f func()) {
+	t.Helper()
 	before := Snap(t, cli, prefix)
-	Want(t, f(), want)
+	f()
 	if d := before.Diff(Snap(t, cli, prefix)); d != "" {
-		t.Fatalf("refused with %s, yet it wrote:\n%s", want, d)
+		t.Fatalf("%s, yet it wrote:\n%s", what, d)
 	}
 }
 
