@@ -171,7 +171,6 @@ func runServe(c *cli.Context) error {
 		kinds = append(kinds, a.Kind())
 	}
 	lg.Info("gateway serving", zap.String("address", out.Address), zap.Strings("adapters", kinds))
-
 	return srv.Serve(c.Context, ln, plan.tls, c.Duration("grace"))
 }
 
