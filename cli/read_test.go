@@ -17,7 +17,7 @@ import (
 func TestReadsNeverWrite(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	g, grant := e.claim(t, "tenant", "task", "owner", "30s") // a live grant and lease, in another keyspace
+	g, grant := e.claim(t, "tenant", "task", "owner", "600s") // a live grant and lease, in another keyspace, alive past a slow run (52 s once under -race at load 24)
 	e.prefix += "-wrong"
 	empty := e.snap(t)
 	if len(empty) != 0 {
