@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"compress/gzip"
 	"encoding/binary"
 	"io"
 	"net/http"
@@ -24,11 +25,11 @@ import (
 //     after a 5-byte prefix giving its length): at the prefix that
 //     announces a message over the limit, before its bytes are read.
 //
-// The error is a *connect.Error, which connect returns from the read as
-// is (its own limit, behind this one, answers resource_exhausted without a
-// Refusal). A compressed message whose decompressed size is over the limit
-// is still refused by connect's decompressor (resource_exhausted): the
-// limit here is on the bytes sent.
+// A gzipped message is held to the limit twice: its bytes as sent, here,
+// and its bytes decompressed, by the gateway's gzip decompressor
+// (limitedGunzip). Each error is a *connect.Error, which connect returns
+// from the read as is (its own limit, behind these, would answer
+// resource_exhausted without a Refusal).
 
 // limitBody wraps r's body with the message limit.
 func (s *Server) limitBody(r *http.Request, op string) {
@@ -102,4 +103,44 @@ func (b *limitedBody) refuse(size int64, what string) error {
 // bytes, or more, over the limit.
 func oversized(op, what string, size int64, limit int) error {
 	return coordinator.Invalid(op, "the request%s is over the limit of %d bytes (%d or more)", what, limit, size)
+}
+
+// limitedGunzip is the gateway's gzip decompressor: connect's, refusing a
+// message whose decompressed size is over the limit as invalid_input (it
+// knows no call, so the refusal names none).
+type limitedGunzip struct {
+	gz       *gzip.Reader
+	max, out int64
+}
+
+func (s *Server) newDecompressor() connect.Decompressor {
+	return &limitedGunzip{max: int64(s.opts.maxMessageBytes)}
+}
+
+func (d *limitedGunzip) Read(p []byte) (int, error) {
+	if d.gz == nil {
+		return 0, io.ErrUnexpectedEOF
+	}
+	n, err := d.gz.Read(p)
+	if d.out += int64(n); d.out > d.max {
+		return 0, ConnectError(oversized("", " message, decompressed,", d.out, int(d.max)))
+	}
+	return n, err
+}
+
+func (d *limitedGunzip) Reset(r io.Reader) error {
+	d.out = 0
+	if d.gz == nil {
+		gz, err := gzip.NewReader(r)
+		d.gz = gz
+		return err
+	}
+	return d.gz.Reset(r)
+}
+
+func (d *limitedGunzip) Close() error {
+	if d.gz == nil {
+		return nil
+	}
+	return d.gz.Close()
 }

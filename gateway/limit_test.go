@@ -76,6 +76,24 @@ func TestAnOversizedMessageIsInvalidInputWritingNothing(t *testing.T) {
 		_ = stream.CloseResponse()
 	})
 
+	t.Run("gzipped grpc", func(t *testing.T) {
+		// Twice the limit of one letter gzips to far under it: held to the
+		// limit decompressed.
+		h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: w.tlsOf("worker-a"), ForceAttemptHTTP2: true}}
+		defer h2.CloseIdleConnections()
+		raw := leasegatev1connect.NewWorkerServiceClient(h2, r.ts.URL, connect.WithGRPC(), connect.WithSendGzip())
+		lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {
+			_, err := raw.GetState(ctx, &leasegatev1.GetStateRequest{Tenant: tenant, Task: string(big)})
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "decompressed") {
+				t.Errorf("a gzipped message over the limit: %v", err)
+			}
+			return asRefusal(err)
+		})
+		if _, err := raw.GetState(ctx, &leasegatev1.GetStateRequest{Tenant: tenant, Task: "small"}); err != nil {
+			t.Fatalf("a small gzipped message: %v", err)
+		}
+	})
+
 	t.Run("json of unannounced length", func(t *testing.T) {
 		hc := w.httpClient("worker-a")
 		post := func(body string) (int, string, error) {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"compress/gzip"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"time"
@@ -225,6 +227,9 @@ func (s *Server) Handler() http.Handler {
 		// Answers are small: compressing them costs more CPU than it saves
 		// on loopback or a LAN (gzip was a tenth of a commit's CPU).
 		connect.WithCompressMinBytes(compressMinBytes),
+		// gzip as connect's, its decompressed size held to the limit
+		// (limit.go).
+		connect.WithCompression("gzip", s.newDecompressor, func() connect.Compressor { return gzip.NewWriter(io.Discard) }),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(leasegatev1connect.NewWorkerServiceHandler(workers{s}, hopts...))
