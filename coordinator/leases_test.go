@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -42,9 +43,9 @@ func TestLeasesAndStaleOwners(t *testing.T) {
 		t.Fatalf("lease of worker-a: %+v", la)
 	}
 	lb, err := c.Lease(ctx, b.Lease())
-	if err != nil || lb.Owner != "worker-b" || lb.GrantedTTL != 10 || len(lb.Tasks) != 1 || lb.Tasks[0].Epoch != gb.Epoch {
-		t.Fatalf("Lease(worker-b): %+v %v", lb, err)
-	}
+	lgtest.Holds(t, fmt.Sprintf("Lease(worker-b): %+v %v", lb, err), lgtest.Is("no error", err == nil),
+		lgtest.Is("owner worker-b", lb.Owner == "worker-b"), lgtest.Is("granted TTL 10", lb.GrantedTTL == 10),
+		lgtest.Is("one task, at the grant's epoch", len(lb.Tasks) == 1 && lb.Tasks[0].Epoch == gb.Epoch))
 	li, err := c.Lease(ctx, idle.Lease())
 	if err != nil || len(li.Tasks) != 0 || li.GrantedTTL != 10 {
 		t.Fatalf("Lease(idle): %+v %v", li, err)
@@ -81,9 +82,8 @@ func TestLeasesAndStaleOwners(t *testing.T) {
 	// A new claim is owned again.
 	fresh := lgtest.Claim(t, lgtest.Session(t, c, "worker-c", 10*time.Second), "t", "one")
 	own, err = c.Owner(ctx, "t", "one")
-	if err != nil || own.Stale || !own.Owned() || own.Epoch != fresh.Epoch {
-		t.Fatalf("Owner after a claim in the new realm: %+v %v", own, err)
-	}
+	lgtest.Holds(t, fmt.Sprintf("Owner after a claim in the new realm: %+v %v", own, err), lgtest.Is("no error", err == nil),
+		lgtest.Is("not stale", !own.Stale), lgtest.Is("owned", own.Owned()), lgtest.Is("the new claim's epoch", own.Epoch == fresh.Epoch))
 }
 
 // TestWatchVacatesOnRotation: a watcher sees the owners of the old realm

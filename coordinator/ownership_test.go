@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,14 +31,14 @@ func TestOwnerAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if own.Owner != "worker" || own.Epoch != g.Epoch || own.Lease != g.Lease || own.Fence != g.Epoch ||
-		own.StateVersion != 2 || own.LastOperation != "second" || own.TTLLeft < 1 || own.Revision <= g.Epoch {
-		t.Fatalf("Owner: %+v for grant %+v", own, g)
-	}
+	lgtest.Holds(t, fmt.Sprintf("Owner: %+v for grant %+v", own, g),
+		lgtest.Is("owner worker", own.Owner == "worker"), lgtest.Is("the grant's epoch", own.Epoch == g.Epoch),
+		lgtest.Is("the grant's lease", own.Lease == g.Lease), lgtest.Is("fence at the grant's epoch", own.Fence == g.Epoch),
+		lgtest.Is("state version 2", own.StateVersion == 2), lgtest.Is("last operation second", own.LastOperation == "second"),
+		lgtest.Is("TTL left", own.TTLLeft >= 1), lgtest.Is("read after the claim", own.Revision > g.Epoch))
 	none, err := c.Owner(ctx, "t", "never")
-	if err != nil || none.Owned() || none.Fence != 0 || none.TTLLeft != -1 {
-		t.Fatalf("unclaimed task: %+v %v", none, err)
-	}
+	lgtest.Holds(t, fmt.Sprintf("unclaimed task: %+v %v", none, err), lgtest.Is("no error", err == nil),
+		lgtest.Is("not owned", !none.Owned()), lgtest.Is("no fence", none.Fence == 0), lgtest.Is("TTL unknown (-1)", none.TTLLeft == -1))
 	if err := c.Release(ctx, g); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +46,10 @@ func TestOwnerAndList(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Fatalf("List: %+v %v", list, err)
 	}
-	if l := list[1]; l.Task != "k" || l.Owned() || l.Fence != g.Epoch || l.StateVersion != 2 || l.LastOperation != "second" {
-		t.Fatalf("released task in list: %+v", l)
-	}
+	l := list[1]
+	lgtest.Holds(t, fmt.Sprintf("released task in list: %+v", l), lgtest.Is("task k", l.Task == "k"), lgtest.Is("not owned", !l.Owned()),
+		lgtest.Is("fence at the released epoch", l.Fence == g.Epoch), lgtest.Is("state version 2", l.StateVersion == 2),
+		lgtest.Is("last operation second", l.LastOperation == "second"))
 	if l := list[0]; l.Task != "idle" || l.Owner != "worker" || l.TTLLeft < 1 {
 		t.Fatalf("held task in list: %+v", l)
 	}

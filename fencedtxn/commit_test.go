@@ -3,6 +3,7 @@ package fencedtxn_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,9 +62,10 @@ func TestCommitBinaryValueAndCallerOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec core.StateRecord
-	if err := json.Unmarshal(st.Kvs[0].Value, &rec); err != nil || string(rec.Value) != value || rec.Version != 1 || rec.Epoch != g.Epoch {
-		t.Fatalf("state record %+v %v", rec, err)
-	}
+	err = json.Unmarshal(st.Kvs[0].Value, &rec)
+	lgtest.Holds(t, fmt.Sprintf("state record %+v %v", rec, err), lgtest.Is("it decodes", err == nil),
+		lgtest.Is("the committed value", string(rec.Value) == value), lgtest.Is("version 1", rec.Version == 1),
+		lgtest.Is("the grant's epoch", rec.Epoch == g.Epoch))
 	// A refused commit applies none of the caller's ops.
 	_, err = fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op2", Value: []byte("x")},
 		fencedtxn.WithOps(clientv3.OpPut("/app/t/refused", "no")))

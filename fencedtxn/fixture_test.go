@@ -2,6 +2,7 @@ package fencedtxn_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,9 +92,9 @@ func TestSeedFixture(t *testing.T) {
 	var first fencedtxn.Receipt
 	t.Run("current owner commits", func(t *testing.T) {
 		first, err = fencedtxn.Commit(ctx, c, newGrant, intent)
-		if err != nil || first.Disposition != coordinator.Committed || first.CommittedVersion != 1 || first.Epoch != newGrant.Epoch {
-			t.Fatalf("commit: %+v, %v", first, err)
-		}
+		lgtest.Holds(t, fmt.Sprintf("commit: %+v, %v", first, err), lgtest.Is("no error", err == nil),
+			lgtest.Is("committed", first.Disposition == coordinator.Committed), lgtest.Is("version 1", first.CommittedVersion == 1),
+			lgtest.Is("the new grant's epoch", first.Epoch == newGrant.Epoch))
 	})
 	t.Run("historical retry returns the original receipt", func(t *testing.T) {
 		again, err := fencedtxn.Commit(ctx, c, newGrant, intent)
@@ -150,9 +151,9 @@ func TestSeedFixture(t *testing.T) {
 	})
 	t.Run("new owner recovers the exact operation", func(t *testing.T) {
 		r, err := fencedtxn.Commit(ctx, c, latest, intent)
-		if err != nil || r.Disposition != coordinator.HistoricalRetry || r.Epoch != first.Epoch || r.CommittedVersion != 1 || r.Revision != first.Revision {
-			t.Fatalf("recovery: %+v, %v; original %+v", r, err, first)
-		}
+		lgtest.Holds(t, fmt.Sprintf("recovery: %+v, %v; original %+v", r, err, first), lgtest.Is("no error", err == nil),
+			lgtest.Is("historical_retry", r.Disposition == coordinator.HistoricalRetry), lgtest.Is("the original epoch", r.Epoch == first.Epoch),
+			lgtest.Is("version 1", r.CommittedVersion == 1), lgtest.Is("the original revision", r.Revision == first.Revision))
 	})
 	t.Run("cross-task intent refused", func(t *testing.T) {
 		cross := intent

@@ -2,6 +2,7 @@ package fencedtxn_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ func TestGetState(t *testing.T) {
 	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 10*time.Second), "t", "k")
 
 	st, err := fencedtxn.Get(ctx, c, "t", "k")
-	if err != nil || st.Committed() || st.Version != 0 || st.Value != nil || st.Revision != 0 {
-		t.Fatalf("never committed: %+v %v", st, err)
-	}
+	lgtest.Holds(t, fmt.Sprintf("never committed: %+v %v", st, err), lgtest.Is("no error", err == nil),
+		lgtest.Is("not committed", !st.Committed()), lgtest.Is("version 0", st.Version == 0),
+		lgtest.Is("no value", st.Value == nil), lgtest.Is("revision 0", st.Revision == 0))
 	value := []byte{0, 0xff, '\n', 'x'} // not UTF-8: must come back byte for byte
 	var last fencedtxn.Receipt
 	for i, op := range []string{"first", "second"} {

@@ -22,8 +22,15 @@ func TestDispatchConfirmsWithEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != Confirmed || rec.Evidence == nil || rec.Evidence.Empty() || rec.Epoch != e.g.Epoch || rec.Attempts != 1 {
-		t.Fatalf("record %+v", rec)
+	switch {
+	case rec.State != Confirmed:
+		t.Fatalf("state %s, want confirmed (record %+v)", rec.State, rec)
+	case rec.Evidence == nil || rec.Evidence.Empty():
+		t.Fatalf("no evidence on the confirmed record %+v", rec)
+	case rec.Epoch != e.g.Epoch:
+		t.Fatalf("epoch %d, want the dispatching grant's %d (record %+v)", rec.Epoch, e.g.Epoch, rec)
+	case rec.Attempts != 1:
+		t.Fatalf("%d attempts, want 1 (record %+v)", rec.Attempts, rec)
 	}
 	if n := e.p.appliedCount("promote-1"); n != 1 {
 		t.Fatalf("applied %d times", n)
@@ -157,8 +164,11 @@ func TestConcurrentDispatchReachesTheAdapterOnce(t *testing.T) {
 			t.Fatalf("current owner's dispatch: %v", errs[1])
 		}
 		rec, _ := e.journal("op")
-		if rec.Epoch != cur.Epoch || rec.State != Confirmed {
-			t.Fatalf("record %+v", rec)
+		switch {
+		case rec.State != Confirmed:
+			t.Fatalf("state %s, want confirmed (record %+v)", rec.State, rec)
+		case rec.Epoch != cur.Epoch:
+			t.Fatalf("epoch %d, want the current owner's %d (record %+v)", rec.Epoch, cur.Epoch, rec)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,5 +287,30 @@ func Wait[T any](t testing.TB, ch <-chan T, what string) {
 	case <-ch:
 	case <-time.After(Timeout):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// Cond is one condition of a compound check: what it says, and whether it
+// holds.
+type Cond struct {
+	what string
+	ok   bool
+}
+
+// Is is the condition what, holding when ok.
+func Is(what string, ok bool) Cond { return Cond{what, ok} }
+
+// Holds fails t unless every condition holds, naming those that do not
+// after what (the value checked), so a compound check says which failed.
+func Holds(t testing.TB, what string, conds ...Cond) {
+	t.Helper()
+	var failed []string
+	for _, c := range conds {
+		if !c.ok {
+			failed = append(failed, c.what)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%s: want %s", what, strings.Join(failed, "; "))
 	}
 }
