@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -171,8 +172,12 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 		evp = l.stamped(ev)
 	}
 	c := ad.Contract()
-	age := l.now().Sub(rec.DispatchedAt)
-	retained := c.Retention > 0 && !rec.DispatchedAt.IsZero() && age < c.Retention
+	first, err := l.firstDispatch(ctx, g, rec)
+	if err != nil {
+		return rec, err
+	}
+	age := l.now().Sub(first)
+	retained := c.Retention > 0 && !first.IsZero() && age < c.Retention
 	canRetry := c.RetrySafe && retained
 	lateRuledOut := c.Conditional || (c.Lookup && retained)
 	whyNoRetry := "its contract does not make a retry under the same id safe"
@@ -206,6 +211,34 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	l.metrics.action("retried")
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepReconcile, evidence: evp,
 		reason: "provider shows it not applied; its contract makes a retry under the same id safe"})
+}
+
+// firstDispatch is when rec's operation was first claimed for dispatch: a
+// provider remembers the id from its first attempt, so its Retention counts
+// from there. The record shows only its last claim (DispatchedAt); after a
+// retry the first is the journal's first entry into DISPATCHING (a claim
+// withdrawn with nothing sent counts too, which only shortens the window).
+// A journal that cannot be read is a hold: the record stays UNKNOWN.
+func (l *Ledger) firstDispatch(ctx context.Context, g coordinator.Grant, rec Record) (time.Time, error) {
+	if rec.Attempts <= 1 {
+		return rec.DispatchedAt, nil
+	}
+	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: "reconcile", Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).JournalOperationPrefix(g.Tenant, g.Task, rec.Operation), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	js, err := decodeJournal(resp.Responses[0].GetResponseRange().GetKvs())
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, t := range js {
+		if t.To == Dispatching && t.By == StepDispatch {
+			return t.At, nil
+		}
+	}
+	return rec.DispatchedAt, nil
 }
 
 // currentList reads every record of g's task once g is known current

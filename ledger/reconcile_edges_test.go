@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"github.com/leasegate/leasegate/internal/lgtest"
 	"strings"
 	"sync"
 	"testing"
@@ -136,5 +137,38 @@ func TestNotAppliedConditionalWithTheWorldUnobservableIsReviewed(t *testing.T) {
 	}
 	if _, apply, _ := e.p.calls(); apply != 1 {
 		t.Fatalf("%d Apply calls: a silent retry", apply)
+	}
+}
+
+// TestRetentionCountsFromTheFirstDispatch: the provider remembers the
+// operation id from its first attempt, so a second "not applied", after a
+// retry, is retried again only within Retention of the first dispatch, not
+// of the retry's claim: 40 minutes after the first dispatch it is retried,
+// 70 minutes after it (30 after the retry) it goes to MANUAL_REVIEW.
+func TestRetentionCountsFromTheFirstDispatch(t *testing.T) {
+	t.Parallel()
+	clock, advance := fakeClock()
+	e := newEnv(t, WithClock(clock), WithApprovalValidity(2*time.Hour)) // the provider's Retention: one hour
+	first := clock().UTC()
+	notAppliedAfter(t, e, advance, 40*time.Minute)
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "first reconcile", Authorized)(recs, err)
+
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	rec, err := e.l.Dispatch(e.ctx, g2, "op")
+	if err != nil || rec.State != Unknown || rec.Attempts != 2 || rec.DispatchedAt.Equal(first) {
+		t.Fatalf("retry: %s attempts %d last claim %v (%v); want UNKNOWN, claimed after the first", rec.State, rec.Attempts, rec.DispatchedAt, err)
+	}
+	e.p.set(func(p *provider) { p.lostRequest = false })
+	advance(30 * time.Minute)
+	if err := e.c.RevokeLease(e.ctx, g2.Lease); err != nil {
+		t.Fatal(err)
+	}
+	g3 := lgtest.Claim(t, lgtest.Session(t, e.c, "worker-c", 10*time.Second), tenant, task)
+	recs, err = e.l.Reconcile(e.ctx, g3)
+	wantOne(t, "second reconcile", ManualReview)(recs, err)
+	if _, apply, _ := e.p.calls(); apply != 2 {
+		t.Fatalf("%d Apply calls, want 2", apply)
 	}
 }
