@@ -49,10 +49,13 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 	if res.Stats.FailedOver == 0 {
 		t.Fatal("no call failed over to another replica while one was down")
 	}
-	if res.Stats.Gateway.Unknown == 0 || res.Stats.Gateway.Retried == 0 {
-		t.Fatalf("through the gateway: %d unknown outcomes, %d retries answered with their receipt: the lost answers were not tested",
-			res.Stats.Gateway.Unknown, res.Stats.Gateway.Retried)
+	// A lost answer's retry answered with its receipt is left to chance
+	// here (the retry may find the grant gone: 0 of 8 in one CI run at load
+	// 24); TestLostAnswersAndHoldsThroughTheGateway pins it on one hop.
+	if res.Stats.Gateway.Unknown == 0 {
+		t.Fatalf("through the gateway: no unknown outcome: the lost answers were not tested")
 	}
+	t.Logf("through the gateway: %d unknown outcomes, %d retries answered with their receipt", res.Stats.Gateway.Unknown, res.Stats.Gateway.Retried)
 }
 
 // TestLostAnswersAndHoldsThroughTheGateway pins, on one real hop, the two
