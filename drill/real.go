@@ -63,6 +63,10 @@ type RealProviders struct {
 	dns   *realprov.DNSServer
 	pg    *pgpromote.Adapter
 	up    *dnsupdate.Adapter
+	// proxyPort is the cut proxy's port (the standby as workers reach
+	// it); passwordFile holds the workers' PostgreSQL password.
+	proxyPort    int
+	passwordFile string
 
 	mu     sync.Mutex
 	setup  time.Duration
@@ -102,8 +106,8 @@ func StartRealProviders(ctx context.Context) (_ *RealProviders, err error) {
 	if p.proxy, err = realprov.NewCutProxy(fmt.Sprintf("127.0.0.1:%d", p.pair.Standby.Port)); err != nil {
 		return nil, err
 	}
-	standby := fmt.Sprintf("host=127.0.0.1 port=%d dbname=postgres user=%s sslmode=disable connect_timeout=5", p.proxy.Port(), realprov.PGUser)
-	if p.pg, err = pgpromote.New([]pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: standby}},
+	p.proxyPort, p.passwordFile = p.proxy.Port(), p.pair.PasswordFile
+	if p.pg, err = pgpromote.New([]pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: p.standbyConn()}},
 		p.pair.PasswordFile, pgpromote.WithPromoteWait(realPromoteWait), pgpromote.WithDialTimeout(time.Second)); err != nil {
 		return nil, err
 	}
@@ -112,6 +116,11 @@ func StartRealProviders(ctx context.Context) (_ *RealProviders, err error) {
 	}
 	p.setup = time.Since(start)
 	return p, nil
+}
+
+// standbyConn is the standby's connection string through the cut proxy.
+func (p *RealProviders) standbyConn() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d dbname=postgres user=%s sslmode=disable connect_timeout=5", p.proxyPort, realprov.PGUser)
 }
 
 // reset puts the world back where the incident starts: a fresh standby

@@ -3,7 +3,9 @@ package drill_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +79,57 @@ func TestRealProvidersDrill(t *testing.T) {
 			t.Errorf("fault %s never fired in the fenced trials", k)
 		}
 	}
+	// The pause is a real SIGSTOP of the worker's process: while it was
+	// stopped the drill read state T in /proc and etcd answered ttl -1 for
+	// its lease. After SIGCONT the fenced worker's next gateway action is
+	// refused (stale_owner / expired_owner) — at most the call already past
+	// the last fence read (the residual window) reaches a server before it,
+	// none after; the naive worker goes on to the servers.
+	paused := 0
+	for _, tr := range rep.Replayed {
+		fault := pauseFault(tr)
+		if !strings.HasPrefix(fault, "paused_") && !strings.HasPrefix(fault, "stopped_") {
+			continue
+		}
+		paused++
+		stopped, woke := false, false
+		var after []string // worker-a's calls and refusals after it woke
+		for _, e := range tr.Events {
+			switch {
+			case e.Kind == drill.KindLost && e.Actor == "worker-a" && strings.Contains(e.Detail, "ttl -1") && strings.Contains(e.Detail, "(state T, then T)"):
+				stopped = true
+			case e.Kind == drill.KindNote && e.Actor == "worker-a" && strings.HasPrefix(e.Detail, "wakes up"):
+				woke = true
+			case woke && e.Kind == drill.KindRefused && e.Actor == "worker-a":
+				after = append(after, "refused "+e.Detail)
+			case woke && e.Kind == drill.KindCall && e.By == "worker-a":
+				after = append(after, "call "+e.Effect)
+			}
+		}
+		if !stopped || !woke {
+			t.Errorf("%s trial %d: %s, but no stopped process (state T) whose lease was gone (ttl -1) before it woke (woke: %v)\n%s",
+				tr.Design, tr.Trial, fault, woke, tr.Render(false))
+			continue
+		}
+		t.Logf("%s trial %d: %s; after SIGCONT worker-a: %q", tr.Design, tr.Trial, fault, after)
+		if tr.Design != drill.Fenced {
+			continue
+		}
+		allowed := 0
+		if fault == string(drill.FaultResidualPause) {
+			allowed = 1
+		}
+		refused := slices.IndexFunc(after, func(a string) bool {
+			return strings.HasPrefix(a, "refused stale_owner") || strings.HasPrefix(a, "refused expired_owner")
+		})
+		if refused < 0 || refused > allowed || slices.ContainsFunc(after[refused:], func(a string) bool { return strings.HasPrefix(a, "call ") }) {
+			t.Errorf("fenced trial %d (%s): after SIGCONT worker-a did %q; want a stale_owner / expired_owner refusal after at most %d call, and no call after it",
+				tr.Trial, fault, after, allowed)
+		}
+	}
+	if paused == 0 {
+		t.Errorf("no trial paused a worker: seed 3 draws the pause")
+	}
 	// Every fenced trial went through the servers: the standby's own log
 	// shows the promote, and the trial ends on the promoted writer.
 	for _, tr := range rep.Replayed {
@@ -91,4 +144,14 @@ func TestRealProvidersDrill(t *testing.T) {
 			t.Errorf("fenced trial %d: promote in the standby's log %v, final writer %s; want the promoted db-b", tr.Trial, logged, tr.FinalWriter)
 		}
 	}
+}
+
+// pauseFault is the pause fault a trial's first worker met ("" if none).
+func pauseFault(tr *drill.Trajectory) string {
+	for _, e := range tr.Events {
+		if e.Kind == drill.KindFault && e.Actor == "worker-a" {
+			return e.Effect
+		}
+	}
+	return ""
 }

@@ -49,30 +49,25 @@ func (t realTap) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, 
 		return ev, err
 	}
 	wk.stopAt(residualWin, "after the gateway's last fence read, before the call")
-	w.provMu.Lock()
-	defer w.provMu.Unlock()
+	kind := "traffic"
 	if t.promote {
-		w.beforePromoteCall()
-	} else {
-		w.beforeTrafficCall()
+		kind = "promote"
+	}
+	w.remote.call(linkMsg{Op: opBeforeCall, S: kind})
+	if !t.promote {
 		var p dnsupdate.Params
 		_ = json.Unmarshal(call.Effect.Params, &p)
 		wk.record(Event{Kind: KindCall, Actor: "bind", Effect: "ChangeResourceRecordSets", Epoch: call.Epoch, Operation: call.Operation,
 			Value: realName([]string{p.Value}), By: wk.name, Detail: "RFC 2136 UPDATE, prerequisite: the approved record"})
 	}
 	ev, err := t.inner.Apply(ctx, call)
-	if t.promote {
-		w.afterPromoteCall()
-	}
-	w.watch(wk.name, call.Epoch, call.Operation)
+	w.remote.call(linkMsg{Op: opAfterCall, S: kind, S2: wk.name, N: call.Epoch, S3: call.Operation})
 	return ev, err
 }
 
 func (t realTap) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
 	out, ev, err := t.inner.Observe(ctx, rec)
-	t.wk.w.provMu.Lock()
-	t.wk.w.watch("", 0, "")
-	t.wk.w.provMu.Unlock()
+	t.wk.w.remote.call(linkMsg{Op: opWatch})
 	return out, ev, err
 }
 
@@ -341,7 +336,7 @@ func (wk *realWorker) drive(l gateway, rec ledger.Record, by approver) (ledger.R
 		case ledger.Authorized:
 			wk.step()
 			if rec.Effect.Kind == kindPromote && wk.first {
-				wk.w.stopStandby()
+				wk.w.remote.call(linkMsg{Op: opStopStandby})
 			}
 			op = "dispatch"
 			var r ledger.Record

@@ -56,20 +56,16 @@ func (wk *realWorker) naive() error {
 	for attempt := 1; attempt <= naiveAttempts && !wk.completed(); attempt++ {
 		key := fmt.Sprintf("%s-attempt-%d", wk.name, attempt) // a fresh key per attempt: the incident's bug
 		wk.step()
-		w.mu.Lock()
-		w.history.start(wk.name, key)
-		w.mu.Unlock()
+		wk.historyStart(key)
 		wk.transition(key, "promote", "", "STARTED")
 		wk.stopAt(winPromoteClaim, "after its attempt started, before the call left")
 		if wk.first {
-			w.stopStandby()
+			w.remote.call(linkMsg{Op: opStopStandby})
 		}
 		wk.stopAt(winPromoteResidual, "just before the call")
 		evidence, err := wk.naivePromote(key)
 		if err != nil {
-			w.mu.Lock()
-			delete(w.history.open, wk.name)
-			w.mu.Unlock()
+			wk.historyClose()
 			to := "FAILED"
 			if errors.Is(err, errResponseLost) {
 				to = "UNKNOWN" // the activity timed out; it will be retried as a new attempt
@@ -88,9 +84,7 @@ func (wk *realWorker) naive() error {
 				wk.note("late activity completion rejected by the workflow history")
 				return nil
 			}
-			w.mu.Lock()
-			delete(w.history.open, wk.name)
-			w.mu.Unlock()
+			wk.historyClose()
 			wk.setCompleted(true)
 			break
 		}
@@ -99,16 +93,33 @@ func (wk *realWorker) naive() error {
 	return nil
 }
 
+// completed and setCompleted are the workflow history's completion, kept
+// by the drill; historyStart and historyClose the worker's open attempt.
 func (wk *realWorker) completed() bool {
+	if wk.w.remote != nil {
+		return wk.w.remote.call(linkMsg{Op: opCompleted}).B
+	}
 	wk.w.mu.Lock()
 	defer wk.w.mu.Unlock()
 	return wk.w.history.completed
 }
 
 func (wk *realWorker) setCompleted(done bool) {
+	if wk.w.remote != nil {
+		wk.w.remote.call(linkMsg{Op: opSetCompleted, B: done})
+		return
+	}
 	wk.w.mu.Lock()
 	wk.w.history.completed = wk.w.history.completed || done
 	wk.w.mu.Unlock()
+}
+
+func (wk *realWorker) historyStart(key string) {
+	wk.w.remote.call(linkMsg{Op: opHistStart, S: wk.name, S2: key})
+}
+
+func (wk *realWorker) historyClose() {
+	wk.w.remote.call(linkMsg{Op: opHistClose, S: wk.name})
 }
 
 func (wk *realWorker) transition(key, effect, from, to string, evidence ...string) {
@@ -122,18 +133,15 @@ func (wk *realWorker) transition(key, effect, from, to string, evidence ...strin
 // server refused or was never reached.
 func (wk *realWorker) naivePromote(key string) (string, error) {
 	w := wk.w
-	w.provMu.Lock()
-	defer w.provMu.Unlock()
-	w.beforePromoteCall()
-	defer w.watch(wk.name, wk.grant.Epoch, key)
-	defer w.afterPromoteCall()
+	w.remote.call(linkMsg{Op: opBeforeCall, S: "promote"})
+	defer w.remote.call(linkMsg{Op: opAfterCall, S: "promote", S2: wk.name, N: wk.grant.Epoch, S3: key})
 	ctx, cancel := context.WithTimeout(w.ctx, realCallTimeout)
 	defer cancel()
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d dbname=postgres user=leasegate sslmode=disable", w.prov.proxy.Port()))
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d dbname=postgres user=leasegate sslmode=disable", w.prov.proxyPort))
 	if err != nil {
 		return "", err
 	}
-	pass, err := os.ReadFile(w.prov.pair.PasswordFile)
+	pass, err := os.ReadFile(w.prov.passwordFile)
 	if err != nil {
 		return "", err
 	}
@@ -183,13 +191,11 @@ func (wk *realWorker) naiveTraffic(key, target, promotion string) bool {
 // the task. It returns the zone's serial after it as the change's id.
 func (wk *realWorker) naiveChange(key, target string) (string, bool) {
 	w := wk.w
-	w.provMu.Lock()
-	defer w.provMu.Unlock()
-	w.beforeTrafficCall()
+	w.remote.call(linkMsg{Op: opBeforeCall, S: "traffic"})
 	wk.record(Event{Kind: KindCall, Actor: "bind", Effect: "ChangeResourceRecordSets", Operation: key, Value: target, By: wk.name,
 		Detail: "nsupdate, no prerequisite"})
 	err := w.prov.dns.Nsupdate(w.ctx, fmt.Sprintf("update delete %s A\nupdate add %s 60 A %s", realRecord, realRecord, realAddr[target]))
-	w.watch(wk.name, wk.grant.Epoch, key)
+	w.remote.call(linkMsg{Op: opAfterCall, S: "traffic", S2: wk.name, N: wk.grant.Epoch, S3: key})
 	if err != nil {
 		wk.transition(key, "traffic", "", "UNKNOWN")
 		return "", false

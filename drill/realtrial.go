@@ -18,8 +18,9 @@ import (
 )
 
 // A real trial is the seed's failover on the real servers, in real time:
-// two workers (goroutines of this process, each with its own etcd session
-// kept alive by its own heartbeat), the incident commander's fixed rules,
+// two workers (processes of their own, each with its own etcd session
+// kept alive by its own heartbeat: realchild.go, realproc.go), the
+// incident commander's fixed rules,
 // and the faults that are real there (realPlan). The trajectory is the
 // graders' vocabulary (trajectory.go), filled from what the servers
 // themselves record — the standby's statement log (every pg_promote with
@@ -53,9 +54,10 @@ type realPlan struct {
 	// cut: the first promote's connection is cut after send (CutProxy):
 	// the server ran it, its answer is lost.
 	cut bool
-	// pauseIn: the first worker pauses there (its heartbeats stop, its
-	// lease expires in etcd, the other worker takes over), and wakes
-	// wakeAfter past the other's claim to go on where it was.
+	// pauseIn: the first worker's process is SIGSTOPped there (its
+	// heartbeats stop, its lease expires in etcd, the other worker takes
+	// over), and gets SIGCONT wakeAfter past the other's claim to go on
+	// where it was.
 	pauseIn   window
 	wakeAfter time.Duration
 	// operatorEdit: an operator points the record at operatorValue by
@@ -136,16 +138,21 @@ type realWorld struct {
 	journal  *ledger.Ledger
 	workers  []*realWorker
 	promoted atomic.Bool
+	// remote is set in a worker process: the link to the drill, which
+	// keeps the trajectory and does what only it can (realchild.go).
+	remote *workerLink
 }
 
-// realWorker is one worker of a real trial.
+// realWorker is one worker of a real trial: in the drill, the process's
+// stand-in (its pid, its grant as last reported); in the worker process,
+// the worker.
 type realWorker struct {
 	w      *realWorld
 	name   string
 	first  bool
+	pid    int
 	sess   *coordinator.Session
 	grant  coordinator.Grant
-	frozen atomic.Bool   // paused: no heartbeats, no steps
 	hbStop chan struct{} // closes the heartbeat of the current session
 	hbDone chan struct{}
 	paused bool // the plan's pause struck it (once)
@@ -186,7 +193,7 @@ func (r *runner) runRealTrial(ctx context.Context, design Design, trial int) (*T
 			if wk == b {
 				wk.sleep(w.plan.standbyAt)
 			}
-			wk.run()
+			wk.runProc()
 		}()
 	}
 	wg.Wait()
@@ -212,6 +219,10 @@ func (w *realWorld) newWorker(name string, first bool) *realWorker {
 func (w *realWorld) since() time.Duration { return time.Since(w.start) }
 
 func (w *realWorld) add(e Event) {
+	if w.remote != nil {
+		w.remote.call(linkMsg{Op: opEvent, Event: &e})
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e.At = w.since()
@@ -219,6 +230,10 @@ func (w *realWorld) add(e Event) {
 }
 
 func (w *realWorld) fail(err error) {
+	if w.remote != nil {
+		w.remote.call(linkMsg{Op: opFail, S: err.Error()})
+		return
+	}
 	w.mu.Lock()
 	w.errs = append(w.errs, err)
 	w.mu.Unlock()
@@ -253,12 +268,19 @@ func (w *realWorld) claimed(name string) chan struct{} {
 }
 
 func (w *realWorld) isHeld() bool {
+	if w.remote != nil {
+		return w.remote.call(linkMsg{Op: opHeld}).B
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.held || len(w.errs) > 0
 }
 
 func (w *realWorld) setHeld(h bool) {
+	if w.remote != nil {
+		w.remote.call(linkMsg{Op: opSetHeld, B: h})
+		return
+	}
 	w.mu.Lock()
 	w.held = h
 	w.mu.Unlock()
@@ -268,6 +290,10 @@ func (w *realWorld) setHeld(h bool) {
 // the trajectory, as the sim's world does: the graders read the journal.
 func (w *realWorld) syncJournal() {
 	if w.design != Fenced {
+		return
+	}
+	if w.remote != nil {
+		w.remote.call(linkMsg{Op: opSync})
 		return
 	}
 	ts, err := w.journal.Journal(context.WithoutCancel(w.ctx), w.run.tenant(w.design), w.task)
@@ -371,6 +397,10 @@ func (w *realWorld) watchLog(by string) {
 // open attempt, seen when another worker took the task: no result was
 // recorded, so its outcome is unknown.
 func (w *realWorld) historyTimeout(worker string) {
+	if w.remote != nil {
+		w.remote.call(linkMsg{Op: opHistTimeout, S: worker})
+		return
+	}
 	w.mu.Lock()
 	key, ok := w.history.open[worker]
 	delete(w.history.open, worker)
@@ -384,6 +414,9 @@ func (w *realWorld) historyTimeout(worker string) {
 // promotesLogged reads the standby's log and returns how many pg_promote
 // statements it shows in this trial under operation ("": under any).
 func (w *realWorld) promotesLogged(operation string) int {
+	if w.remote != nil {
+		return int(w.remote.call(linkMsg{Op: opPromotes, S: operation}).N)
+	}
 	w.provMu.Lock()
 	defer w.provMu.Unlock()
 	w.watchLog("")
@@ -579,11 +612,9 @@ func (wk *realWorker) acquire() error {
 		g, err := wk.sess.Claim(w.ctx, w.run.tenant(w.design), w.task)
 		switch coordinator.DispositionOf(err) {
 		case coordinator.OK:
-			w.mu.Lock()
 			wk.grant = g
-			w.mu.Unlock()
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
-			close(w.claimed(wk.name))
+			w.remote.call(linkMsg{Op: opClaimed, N: g.Epoch, N2: g.Lease})
 			if w.design == Naive {
 				w.historyTimeout(otherWorker(wk.name))
 			}
@@ -602,7 +633,7 @@ func (wk *realWorker) acquire() error {
 }
 
 // openSession grants the worker a lease and starts its heartbeat: a
-// renewal every TTL/4 while the worker is not frozen.
+// renewal every TTL/4 (none while the process is stopped).
 func (wk *realWorker) openSession() error {
 	s, err := wk.w.run.coord.NewSession(wk.w.ctx, wk.name, realLeaseTTL, coordinator.WithoutKeepAlive())
 	if err != nil {
@@ -618,9 +649,6 @@ func (wk *realWorker) openSession() error {
 			case <-stop:
 				return
 			case <-t.C:
-			}
-			if wk.frozen.Load() {
-				continue // a paused process sends nothing
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(wk.w.ctx), realLeaseTTL/2)
 			_, _, _ = wk.w.run.coord.RenewLease(ctx, lease)
@@ -654,30 +682,18 @@ func (wk *realWorker) release() {
 }
 
 // stopAt is where the plan's pause may strike: the first worker, once, in
-// the plan's window. The worker freezes (no step, no heartbeat, as a
-// SIGSTOPped process), its lease expires in etcd after realLeaseTTL, the
-// other worker claims the task, and wakeAfter later it goes on exactly
-// where it was.
+// the plan's window. The worker process asks the drill to pause it and
+// blocks on the answer; the drill SIGSTOPs it (realWorker.pause), its
+// lease expires in etcd after realLeaseTTL, the other worker claims the
+// task, and wakeAfter later the drill sends SIGCONT and answers: the
+// worker goes on exactly where it was.
 func (wk *realWorker) stopAt(win window, what string) {
 	w := wk.w
 	if !wk.first || wk.paused || w.plan.pauseIn != win {
 		return
 	}
 	wk.paused = true
-	wk.frozen.Store(true)
-	wk.record(Event{Kind: KindFault, Effect: string(stopFault(win, false)), Detail: "heartbeats stop " + what + "; the worker is paused"})
-	expired := false
-	select {
-	case <-w.claimed(otherWorker(wk.name)):
-		expired = true
-	case <-time.After(30 * time.Second):
-	case <-w.ctx.Done():
-	}
-	if expired {
-		w.add(Event{Kind: KindLost, Actor: wk.name, Epoch: wk.grant.Epoch, Detail: fmt.Sprintf("lease expired in etcd (no heartbeats for %v)", realLeaseTTL)})
-		wk.sleep(w.plan.wakeAfter)
-	}
-	wk.frozen.Store(false)
+	w.remote.call(linkMsg{Op: opPause, S: string(win), S2: what})
 	wk.note("wakes up and continues where it was (%s)", win)
 }
 

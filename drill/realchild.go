@@ -1,0 +1,178 @@
+package drill
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/adapters/dnsupdate"
+	"github.com/leasegate/leasegate/adapters/pgpromote"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/realprov"
+)
+
+// A real trial's workers are processes: the drill's own binary (leasegate,
+// or the test binary the drill runs in) started again with workerEnv set
+// to a workerSpec. The worker process dials etcd itself, builds its own
+// adapters on the real servers, keeps its own lease alive with its own
+// heartbeat, and runs the design's worker code (realfenced.go,
+// realnaive.go). What only the drill can do — stamp and keep the
+// trajectory, order the provider calls and credit their effects (watch),
+// fire the faults at the servers, keep the naive workflow's history, and
+// SIGSTOP the process in its dispatch window — it asks the drill for, one
+// request at a time, as JSON lines on its stdout, each answered on its
+// stdin (realproc.go serves them).
+
+// workerEnv names the environment variable that makes a process a drill
+// worker (its value: the workerSpec as JSON).
+const workerEnv = "LEASEGATE_DRILL_WORKER"
+
+// init turns the process into a drill worker when workerEnv is set: the
+// drill re-executes whatever binary it runs in, so no main (leasegate's,
+// a test binary's) needs to know about workers.
+func init() {
+	if spec, ok := os.LookupEnv(workerEnv); ok {
+		os.Exit(workerMain(spec))
+	}
+}
+
+// workerSpec is what a worker process is given.
+type workerSpec struct {
+	Endpoints []string `json:"endpoints"`
+	Prefix    string   `json:"prefix"` // the coordinator's (the drill's trials)
+	Design    Design   `json:"design"`
+	Trial     int      `json:"trial"`
+	Seed      uint64   `json:"seed"`
+	Task      string   `json:"task"`
+	Name      string   `json:"name"`
+	First     bool     `json:"first"`
+	// The real servers: the pgpromote nodes (the standby through the cut
+	// proxy), the password file, the proxy's port for the naive design's
+	// own connection, and the DNS server.
+	Nodes        []pgpromote.Node `json:"nodes"`
+	PasswordFile string           `json:"password_file"`
+	ProxyPort    int              `json:"proxy_port"`
+	DNSAddr      string           `json:"dns_addr"`
+	Zone         string           `json:"zone"`
+	KeyFile      string           `json:"key_file"`
+}
+
+// linkMsg is one line between a worker process and the drill: a request
+// (Op set) from the worker, or the drill's answer to it.
+type linkMsg struct {
+	Op    string `json:"op,omitempty"`
+	Event *Event `json:"event,omitempty"`
+	S     string `json:"s,omitempty"`
+	S2    string `json:"s2,omitempty"`
+	S3    string `json:"s3,omitempty"`
+	N     int64  `json:"n,omitempty"`
+	N2    int64  `json:"n2,omitempty"`
+	B     bool   `json:"b,omitempty"`
+}
+
+// The requests a worker process makes (realproc.go's serve answers them).
+const (
+	opEvent         = "event"           // Event: add it to the trajectory, stamped now
+	opFail          = "fail"            // S: the worker's error
+	opHeld          = "held"            // answer B: a hold or an error stops claiming
+	opSetHeld       = "set-held"        // B
+	opSync          = "sync"            // copy the journal into the trajectory
+	opClaimed       = "claimed"         // N epoch, N2 lease: the worker was granted the task
+	opHistTimeout   = "history-timeout" // S: the worker whose open attempt timed out
+	opHistStart     = "history-start"   // S worker, S2 key
+	opHistClose     = "history-close"   // S worker
+	opCompleted     = "completed"       // answer B
+	opSetCompleted  = "set-completed"   // B
+	opPromotes      = "promotes"        // S operation; answer N
+	opBeforeCall    = "before-call"     // S "promote" or "traffic": order the call, fire its faults
+	opAfterCall     = "after-call"      // S kind, S2 by, N epoch, S3 operation: credit its effects
+	opWatch         = "watch"           // credit what changed to no one
+	opStopStandby   = "stop-standby"    // the standby-stopped fault
+	opPause         = "pause"           // S window, S2 where: the drill SIGSTOPs the process now
+	linkMaxLineSize = 1 << 20
+)
+
+// workerLink is the worker process's end of the link.
+type workerLink struct {
+	mu  sync.Mutex
+	in  *bufio.Scanner
+	out *json.Encoder
+}
+
+// call sends m and waits for the drill's answer. A broken link (the drill
+// gone) ends the process: there is no one left to work for.
+func (l *workerLink) call(m linkMsg) linkMsg {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.out.Encode(m); err != nil {
+		os.Exit(3)
+	}
+	if !l.in.Scan() {
+		os.Exit(3)
+	}
+	var a linkMsg
+	if err := json.Unmarshal(l.in.Bytes(), &a); err != nil {
+		fmt.Fprintf(os.Stderr, "drill worker: bad answer %q: %v\n", l.in.Text(), err)
+		os.Exit(3)
+	}
+	return a
+}
+
+// workerMain runs one worker of one real trial and returns the process's
+// exit status: 0 when the worker ran (its own errors went to the drill as
+// opFail), 2 when it could not start.
+func workerMain(specJSON string) int {
+	var sp workerSpec
+	if err := json.Unmarshal([]byte(specJSON), &sp); err != nil {
+		fmt.Fprintf(os.Stderr, "drill worker: %s: %v\n", workerEnv, err)
+		return 2
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), linkMaxLineSize)
+	link := &workerLink{in: in, out: json.NewEncoder(os.Stdout)}
+	ctx, cancel := context.WithTimeout(context.Background(), realTrialLimit)
+	defer cancel()
+	w, err := newWorkerWorld(ctx, sp, link)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drill worker %s: %v\n", sp.Name, err)
+		return 2
+	}
+	defer w.run.coord.Client().Close()
+	wk := w.newWorker(sp.Name, sp.First)
+	wk.run()
+	wk.endSession()
+	return 0
+}
+
+// newWorkerWorld is the worker process's view of the trial: its own etcd
+// client and coordinator, its own adapters, the trial's plan drawn from
+// the same seed, and the link for the rest.
+func newWorkerWorld(ctx context.Context, sp workerSpec, link *workerLink) (*realWorld, error) {
+	client, err := clientv3.New(clientv3.Config{Endpoints: sp.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	coord, err := coordinator.New(ctx, client, coordinator.WithPrefix(sp.Prefix))
+	if err != nil {
+		return nil, errors.Join(err, client.Close())
+	}
+	p := &RealProviders{dns: &realprov.DNSServer{Addr: sp.DNSAddr, Zone: sp.Zone, KeyFile: sp.KeyFile},
+		proxyPort: sp.ProxyPort, passwordFile: sp.PasswordFile}
+	if p.pg, err = pgpromote.New(sp.Nodes, sp.PasswordFile, pgpromote.WithPromoteWait(realPromoteWait), pgpromote.WithDialTimeout(time.Second)); err == nil {
+		p.up, err = dnsupdate.New(sp.DNSAddr, sp.Zone, sp.KeyFile, dnsupdate.WithTimeout(2*time.Second))
+	}
+	if err != nil {
+		return nil, errors.Join(err, client.Close())
+	}
+	run := &runner{cfg: config{Seed: sp.Seed, Logger: zap.NewNop()}, coord: coord}
+	return &realWorld{ctx: ctx, run: run, prov: p, design: sp.Design, trial: sp.Trial, task: sp.Task,
+		plan: newRealPlan(trialRNG(sp.Seed, sp.Trial)), start: time.Now(), remote: link}, nil
+}

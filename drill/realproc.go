@@ -1,0 +1,257 @@
+package drill
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/adapters/pgpromote"
+)
+
+// The drill's side of a worker process (realchild.go): start it, answer
+// its requests, pause it for real, reap it.
+
+// runProc runs the worker as a process of its own and serves it until it
+// exits.
+func (wk *realWorker) runProc() {
+	w := wk.w
+	exe, err := os.Executable()
+	if err != nil {
+		w.fail(fmt.Errorf("worker %s: the drill's executable: %w", wk.name, err))
+		return
+	}
+	spec, err := json.Marshal(wk.spec())
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	// A stopped process still dies of SIGKILL: the trial's end reaps it
+	// even mid-pause.
+	cmd := exec.CommandContext(w.ctx, exe)
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		w.fail(fmt.Errorf("start worker %s: %w", wk.name, err))
+		return
+	}
+	wk.pid = cmd.Process.Pid
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), linkMaxLineSize)
+	enc := json.NewEncoder(in)
+	locked := false // the worker holds provMu (between before-call and after-call)
+	for sc.Scan() {
+		var m linkMsg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			w.fail(fmt.Errorf("worker %s: bad request %q: %w", wk.name, sc.Text(), err))
+			break
+		}
+		a := wk.serve(m, &locked)
+		if err := enc.Encode(a); err != nil {
+			break
+		}
+	}
+	in.Close()
+	if locked {
+		w.provMu.Unlock()
+	}
+	if err := cmd.Wait(); err != nil && w.ctx.Err() == nil {
+		w.fail(fmt.Errorf("worker %s (pid %d): %w: %s", wk.name, wk.pid, err, strings.TrimSpace(stderr.String())))
+	}
+}
+
+// spec is what the worker process is given.
+func (wk *realWorker) spec() workerSpec {
+	w, p := wk.w, wk.w.prov
+	return workerSpec{Endpoints: w.run.coord.Client().Endpoints(), Prefix: w.run.cfg.Prefix + "/trials",
+		Design: w.design, Trial: w.trial, Seed: w.run.cfg.Seed, Task: w.task, Name: wk.name, First: wk.first,
+		Nodes:        []pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: p.standbyConn()}},
+		PasswordFile: p.passwordFile, ProxyPort: p.proxyPort, DNSAddr: p.dns.Addr, Zone: p.dns.Zone, KeyFile: p.dns.KeyFile}
+}
+
+// serve answers one request of the worker process.
+func (wk *realWorker) serve(m linkMsg, locked *bool) linkMsg {
+	w := wk.w
+	var a linkMsg
+	switch m.Op {
+	case opEvent:
+		if m.Event != nil {
+			w.add(*m.Event)
+		}
+	case opFail:
+		w.fail(errors.New(m.S))
+	case opHeld:
+		a.B = w.isHeld()
+	case opSetHeld:
+		w.setHeld(m.B)
+	case opSync:
+		w.syncJournal()
+	case opClaimed:
+		w.mu.Lock()
+		wk.grant.Epoch, wk.grant.Lease = m.N, m.N2
+		w.mu.Unlock()
+		if c := w.claimed(wk.name); !isClosed(c) {
+			close(c)
+		}
+	case opHistTimeout:
+		w.historyTimeout(m.S)
+	case opHistStart:
+		w.mu.Lock()
+		w.history.start(m.S, m.S2)
+		w.mu.Unlock()
+	case opHistClose:
+		w.mu.Lock()
+		delete(w.history.open, m.S)
+		w.mu.Unlock()
+	case opCompleted:
+		a.B = wk.completed()
+	case opSetCompleted:
+		wk.setCompleted(m.B)
+	case opPromotes:
+		a.N = int64(w.promotesLogged(m.S))
+	case opBeforeCall:
+		w.provMu.Lock()
+		*locked = true
+		if m.S == "promote" {
+			w.beforePromoteCall()
+		} else {
+			w.beforeTrafficCall()
+		}
+	case opAfterCall:
+		if !*locked {
+			w.fail(fmt.Errorf("worker %s: after-call without before-call", wk.name))
+			break
+		}
+		if m.S == "promote" {
+			w.afterPromoteCall()
+		}
+		w.watch(m.S2, m.N, m.S3)
+		*locked = false
+		w.provMu.Unlock()
+	case opWatch:
+		w.provMu.Lock()
+		w.watch("", 0, "")
+		w.provMu.Unlock()
+	case opStopStandby:
+		w.stopStandby()
+	case opPause:
+		wk.pause(window(m.S), m.S2)
+	default:
+		w.fail(fmt.Errorf("worker %s: unknown request %q", wk.name, m.Op))
+	}
+	return a
+}
+
+// pause is the plan's pause, for real: the worker process, blocked on
+// this request in its window, is SIGSTOPped — every goroutine of it,
+// its heartbeat too — so its lease expires in etcd on its own; the other
+// worker claims the task; wakeAfter later the process gets SIGCONT and
+// goes on exactly where it was. The trajectory records what the drill
+// saw: the process's state in /proc while stopped, and etcd's answer for
+// its lease.
+func (wk *realWorker) pause(win window, what string) {
+	w := wk.w
+	wk.paused = true
+	wk.record(Event{Kind: KindFault, Effect: string(stopFault(win, false)), Detail: fmt.Sprintf("SIGSTOP pid %d %s", wk.pid, what)})
+	if err := stopProcess(wk.pid); err != nil {
+		w.fail(fmt.Errorf("pause worker %s: %w", wk.name, err))
+		return
+	}
+	defer func() {
+		if err := syscall.Kill(wk.pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) { // ESRCH: reaped at the trial's end
+			w.fail(fmt.Errorf("SIGCONT worker %s: %w", wk.name, err))
+		}
+	}()
+	state := waitProcState(w.ctx, wk.pid, 'T', time.Second)
+	expired := false
+	select {
+	case <-w.claimed(otherWorker(wk.name)):
+		expired = true
+	case <-time.After(30 * time.Second):
+	case <-w.ctx.Done():
+	}
+	lease := wk.leaseTTL()
+	state2 := procState(wk.pid)
+	if expired {
+		w.add(Event{Kind: KindLost, Actor: wk.name, Epoch: wk.grant.Epoch, Detail: fmt.Sprintf(
+			"lease expired in etcd (%s) while pid %d was stopped (state %c, then %c): no heartbeats for %v",
+			lease, wk.pid, state, state2, realLeaseTTL)})
+		wk.sleep(w.plan.wakeAfter)
+	} else {
+		wk.note("the pause did not cost the lease (%s; pid %d state %c, then %c)", lease, wk.pid, state, state2)
+	}
+	wk.note("SIGCONT pid %d: it goes on where it was (%s)", wk.pid, win)
+}
+
+// leaseTTL is etcd's answer for the worker's lease: "ttl -1" once it
+// expired.
+func (wk *realWorker) leaseTTL() string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wk.w.ctx), 5*time.Second)
+	defer cancel()
+	r, err := wk.w.run.coord.Client().TimeToLive(ctx, clientv3.LeaseID(wk.grant.Lease))
+	if err != nil {
+		return "lease " + fmt.Sprintf("%x", wk.grant.Lease) + ": " + err.Error()
+	}
+	return fmt.Sprintf("lease %x ttl %d", wk.grant.Lease, r.TTL)
+}
+
+// stopProcess stops pid: SIGSTOP, which a process can neither catch nor
+// ignore.
+func stopProcess(pid int) error { return syscall.Kill(pid, syscall.SIGSTOP) }
+
+// procState is pid's state letter in /proc/PID/stat ('T': stopped by a
+// signal), '?' when it cannot be read.
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return '?'
+	}
+	// pid (comm) STATE ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return '?'
+	}
+	return b[i+2]
+}
+
+// waitProcState polls pid's state until it is want (a signal's delivery
+// is asynchronous) or d has passed, and returns the last state read.
+func waitProcState(ctx context.Context, pid int, want byte, d time.Duration) byte {
+	deadline := time.Now().Add(d)
+	for {
+		s := procState(pid)
+		if s == want || time.Now().After(deadline) || ctx.Err() != nil {
+			return s
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
