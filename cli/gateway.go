@@ -152,26 +152,12 @@ func opsShowViaGateway(c *cli.Context, tenant, task, operation string) error {
 }
 
 // opsResolveViaGateway is ops resolve through the gateway, which fences the
-// transition with the task's current grant and journals the caller's
-// certificate identity as approver. g must be that grant as a read just
-// before shows it: an operator resolving with a stale grant is refused as
-// with --endpoints (the gateway's own fence then covers the rest).
+// transition with the task's current grant, refuses it unless --grant is
+// that grant (as --endpoints does: an operator resolving with a stale grant
+// is refused), and journals the caller's certificate identity as approver.
 func opsResolveViaGateway(c *cli.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, why string) error {
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
-		o, err := gw.Owner(ctx, g.Tenant, g.Task)
-		if err != nil {
-			return err
-		}
-		if o.Owner == "" || o.Epoch != g.Epoch || o.Lease != g.Lease {
-			d := coordinator.StaleOwner
-			if o.Owner == "" {
-				d = coordinator.ExpiredOwner
-			}
-			return coordinator.Refusal(d, commandName(c), g.Tenant, g.Task,
-				fmt.Sprintf("--grant is epoch %d on lease %s; the task's owner is now %s at epoch %d",
-					g.Epoch, coordinator.FormatLeaseID(g.Lease), orDash(o.Owner), o.Epoch))
-		}
-		rec, err := gw.Resolve(ctx, g.Tenant, g.Task, operation, to, ev, why)
+		rec, err := gw.ResolveUnder(ctx, g, operation, to, ev, why)
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 			func(o map[string]any) bool { return len(o["records"].([]any)) == 0 }},
 		{"ops show of nothing", "w1", []string{"ops", "show", "--tenant", "acme", "--task", "payroll", "op-x"}, 2, coordinator.InvalidInput, nil},
 		{"ops resolve of nothing", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 2, coordinator.InvalidInput, nil},
+		{"ops resolve by an operator who is no worker", "op2", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 2, coordinator.InvalidInput, nil},
 		{"ops resolve with --approver", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--approver", "imani", "--why", "w"}, 2, coordinator.InvalidInput, nil},
 		{"realm show", "op1", []string{"realm", "show"}, 0, coordinator.OK, func(o map[string]any) bool { return o["realm"] == realm }},
 		{"realm show by a worker", "w1", []string{"realm", "show"}, 6, coordinator.PermissionDenied, nil},
@@ -82,6 +83,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 		{"ops resolve with a revoked grant", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 1, coordinator.ExpiredOwner, nil},
 		{"claim anew", "w1", []string{"claim", "--tenant", "acme", "--task", "payroll", "--ttl", "30s"}, 0, coordinator.Granted, nil},
 		{"ops resolve with a superseded grant", "op1", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 1, coordinator.StaleOwner, nil},
+		{"ops resolve with a superseded grant by an operator of the tenant", "op2", []string{"ops", "resolve", "--grant", g2, "--operation", "op-x", "--to", "SUPERSEDED", "--why", "w"}, 1, coordinator.StaleOwner, nil},
 		{"realm rotate", "op1", []string{"realm", "rotate"}, 0, coordinator.OK,
 			func(o map[string]any) bool { return o["previous_realm"] == realm && o["realm"] != realm }},
 	} {

@@ -390,6 +390,18 @@ func (c *Client) Resolve(ctx context.Context, tenant, task, operation string, to
 	return wire.RecordFromProto(resp.GetRecord()), nil
 }
 
+// ResolveUnder is Resolve under g, the grant the operator decided under:
+// refused unless g is the task's current grant (stale_owner, or
+// expired_owner when nobody holds the task).
+func (c *Client) ResolveUnder(ctx context.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, why string) (ledger.Record, error) {
+	resp, err := call(ctx, "resolve", true, c.operators.Resolve, &leasegatev1.ResolveRequest{Tenant: g.Tenant, Task: g.Task,
+		Operation: operation, To: string(to), Evidence: wire.EvidenceToProto(&ev), Why: why, Grant: wire.GrantToProto(g)})
+	if err != nil {
+		return ledger.Record{}, err
+	}
+	return wire.RecordFromProto(resp.GetRecord()), nil
+}
+
 // RevokeLease revokes a lease carrying owner keys of the keyspace, and
 // returns it as read right before the revoke (its tasks are the ones
 // vacated), as Coordinator.RevokeOwnerLease does.

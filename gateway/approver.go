@@ -86,6 +86,11 @@ func (o operators) Resolve(ctx context.Context, req *leasegatev1.ResolveRequest)
 	if err != nil {
 		return nil, ConnectError(err)
 	}
+	if p := req.GetGrant(); p != nil {
+		if err := decidedUnder(op, p, g); err != nil {
+			return nil, ConnectError(err)
+		}
+	}
 	rec, err := o.s.led.Resolve(ctx, g, req.GetOperation(), to, ev, callerOf(ctx).ID, req.GetWhy())
 	if err != nil {
 		return nil, ConnectError(err)
@@ -147,6 +152,24 @@ func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequ
 		}
 	}
 	return &leasegatev1.ShowLeaseResponse{Lease: wire.LeaseInfoToProto(li)}, nil
+}
+
+// decidedUnder refuses a decision made under grant p that is not cur, the
+// task's current grant.
+func decidedUnder(op string, p *leasegatev1.Grant, cur coordinator.Grant) error {
+	g, err := wire.GrantFromProto(op, p)
+	if err != nil {
+		return err
+	}
+	if g.Tenant != cur.Tenant || g.Task != cur.Task {
+		return coordinator.Invalid(op, "the grant is of %s/%s, the call names %s/%s", g.Tenant, g.Task, cur.Tenant, cur.Task)
+	}
+	if g.Realm != cur.Realm || g.Epoch != cur.Epoch || g.Lease != cur.Lease {
+		return coordinator.Refusal(coordinator.StaleOwner, op, cur.Tenant, cur.Task,
+			fmt.Sprintf("the grant is epoch %d on lease %s; the task's owner is now %s at epoch %d",
+				g.Epoch, coordinator.FormatLeaseID(g.Lease), cur.Owner, cur.Epoch))
+	}
+	return nil
 }
 
 // allTenants refuses a keyspace-wide operation to an operator of some

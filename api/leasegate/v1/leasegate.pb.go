@@ -3296,7 +3296,11 @@ type ResolveRequest struct {
 	To       string    `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
 	Evidence *Evidence `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	// What the evidence shows.
-	Why           string `protobuf:"bytes,6,opt,name=why,proto3" json:"why,omitempty"`
+	Why string `protobuf:"bytes,6,opt,name=why,proto3" json:"why,omitempty"`
+	// The grant the operator decided under (the CLI's --grant), optional:
+	// when given, Resolve is refused unless it is the task's current grant
+	// (stale_owner; expired_owner when nobody holds the task).
+	Grant         *Grant `protobuf:"bytes,7,opt,name=grant,proto3" json:"grant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3371,6 +3375,13 @@ func (x *ResolveRequest) GetWhy() string {
 		return x.Why
 	}
 	return ""
+}
+
+func (x *ResolveRequest) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
 }
 
 type ResolveResponse struct {
@@ -4331,14 +4342,15 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\toperation\x18\x03 \x01(\tR\toperation\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"D\n" +
 	"\x0eRejectResponse\x122\n" +
-	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"\xb0\x01\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"\xdb\x01\n" +
 	"\x0eResolveRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
 	"\toperation\x18\x03 \x01(\tR\toperation\x12\x0e\n" +
 	"\x02to\x18\x04 \x01(\tR\x02to\x122\n" +
 	"\bevidence\x18\x05 \x01(\v2\x16.leasegate.v1.EvidenceR\bevidence\x12\x10\n" +
-	"\x03why\x18\x06 \x01(\tR\x03why\"E\n" +
+	"\x03why\x18\x06 \x01(\tR\x03why\x12)\n" +
+	"\x05grant\x18\a \x01(\v2\x13.leasegate.v1.GrantR\x05grant\"E\n" +
 	"\x0fResolveResponse\x122\n" +
 	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"*\n" +
 	"\x12RevokeLeaseRequest\x12\x14\n" +
@@ -4545,68 +4557,69 @@ var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	35, // 45: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
 	35, // 46: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
 	33, // 47: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
-	35, // 48: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
-	56, // 49: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
-	57, // 50: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
-	56, // 51: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
-	56, // 52: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
-	64, // 53: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
-	68, // 54: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
-	4,  // 55: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
-	6,  // 56: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
-	8,  // 57: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
-	10, // 58: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
-	12, // 59: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
-	14, // 60: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
-	16, // 61: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
-	19, // 62: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	21, // 63: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	23, // 64: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	25, // 65: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
-	28, // 66: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
-	38, // 67: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
-	40, // 68: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
-	42, // 69: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	44, // 70: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	46, // 71: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
-	48, // 72: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	50, // 73: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	52, // 74: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	54, // 75: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	58, // 76: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
-	60, // 77: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
-	62, // 78: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	65, // 79: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 80: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 81: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 82: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 83: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 84: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 85: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	17, // 86: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
-	20, // 87: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	22, // 88: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	24, // 89: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	27, // 90: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	30, // 91: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	39, // 92: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	41, // 93: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	43, // 94: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	45, // 95: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	47, // 96: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	49, // 97: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	51, // 98: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	53, // 99: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	55, // 100: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	59, // 101: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
-	61, // 102: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
-	63, // 103: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	66, // 104: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	80, // [80:105] is the sub-list for method output_type
-	55, // [55:80] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	1,  // 48: leasegate.v1.ResolveRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 49: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
+	56, // 50: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
+	57, // 51: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
+	56, // 52: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
+	56, // 53: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
+	64, // 54: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
+	68, // 55: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
+	4,  // 56: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
+	6,  // 57: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
+	8,  // 58: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
+	10, // 59: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
+	12, // 60: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
+	14, // 61: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
+	16, // 62: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
+	19, // 63: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	21, // 64: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	23, // 65: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	25, // 66: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
+	28, // 67: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
+	38, // 68: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
+	40, // 69: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
+	42, // 70: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	44, // 71: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	46, // 72: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
+	48, // 73: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	50, // 74: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	52, // 75: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	54, // 76: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	58, // 77: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	60, // 78: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	62, // 79: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	65, // 80: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 81: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 82: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 83: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 84: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 85: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 86: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 87: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 88: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 89: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 90: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 91: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 92: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	39, // 93: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	41, // 94: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	43, // 95: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	45, // 96: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	47, // 97: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	49, // 98: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	51, // 99: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	53, // 100: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	55, // 101: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	59, // 102: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	61, // 103: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	63, // 104: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	66, // 105: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	81, // [81:106] is the sub-list for method output_type
+	56, // [56:81] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_leasegate_v1_leasegate_proto_init() }
