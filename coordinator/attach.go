@@ -77,6 +77,6 @@ func (c *Coordinator) RenewLease(ctx context.Context, lease int64) (time.Duratio
 	if resp.TTL <= 0 {
 		return 0, sent, newError(ExpiredOwner, "renew", "", "", fmt.Sprintf("lease %s has no TTL left", FormatLeaseID(lease)), nil)
 	}
-	c.metrics.Outcome("keepalive", Renewed)
+	c.metrics.count("keepalive", Renewed)
 	return time.Duration(resp.TTL) * time.Second, sent, nil
 }

@@ -104,14 +104,14 @@ func (c *Coordinator) checkGuard(op string, g Grant, rs []*pb.ResponseOp) error 
 	return nil
 }
 
-// DescribeHolder completes the holder of a refusal (an *Error with a
+// describeHolder completes the holder of a refusal (an *Error with a
 // Holder, as a refused Guard returns) with what the guard's reads do not show:
 // the task's protected state (StateVersion, LastOperation) and the seconds
 // left on the holder's lease (TTLLeft), read now. It returns err itself,
-// so that a refusal path reads `return c.DescribeHolder(ctx, err)`; any
+// so that a refusal path reads `return c.describeHolder(ctx, err)`; any
 // other error passes unchanged. A read that fails leaves its fields as they
 // were (TTLLeft -1: unknown); the refusal stands either way.
-func (c *Coordinator) DescribeHolder(ctx context.Context, err error) error {
+func (c *Coordinator) describeHolder(ctx context.Context, err error) error {
 	var e *Error
 	if !errors.As(err, &e) || e.Holder == nil || e.Disposition.Class() != ClassRefused {
 		return err
@@ -164,5 +164,5 @@ func (c *Coordinator) current(ctx context.Context, op string, g Grant) error {
 	if resp.Succeeded {
 		return nil
 	}
-	return c.DescribeHolder(ctx, c.checkGuard(op, g, resp.Responses))
+	return c.describeHolder(ctx, c.checkGuard(op, g, resp.Responses))
 }

@@ -60,7 +60,7 @@ func (s *Session) keepAlive() {
 			s.deadline = d
 			s.mu.Unlock()
 			s.c.metrics.sessionRenewed(s, r.sent)
-			s.c.metrics.Outcome("keepalive", Renewed)
+			s.c.metrics.count("keepalive", Renewed)
 			deadline.Reset(time.Until(d))
 			next.Reset(interval)
 			s.lg.Debug("session renewed", zap.String("member", r.member), zap.Time("deadline", d))

@@ -9,17 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are leasegate's Prometheus metrics, registered on the caller's
+// metrics are leasegate's Prometheus metrics, registered on the caller's
 // prometheus.Registerer by WithMetrics (nothing is registered anywhere by
 // default). Labels are bounded: operation (a name fixed in code: claim,
 // commit, release, renew, keepalive), disposition (the Dispositions list).
 // No metric carries a tenant, task, owner or lease label. The ledger owns
 // its metrics (ledger.WithMetrics).
 //
-// A nil *Metrics (a coordinator without WithMetrics) records nothing and
+// A nil *metrics (a coordinator without WithMetrics) records nothing and
 // costs nothing; every method is safe on nil. Packages built on coordinator
-// (fencedtxn) reach it through Coordinator.Metrics.
-type Metrics struct {
+// (fencedtxn) count their outcomes through core.Outcome.
+type metrics struct {
 	outcomes   *prometheus.CounterVec
 	txnSeconds *prometheus.HistogramVec
 	kaFailures *prometheus.CounterVec
@@ -36,8 +36,8 @@ type Metrics struct {
 // a leader election (seconds).
 var txnBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "leasegate", Name: "requests_total",
 			Help: "Claims, commits, releases, renewals and keepalives by outcome (disposition).",
@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // unregister takes back what newMetrics registered (New failed).
-func (m *Metrics) unregister() {
+func (m *metrics) unregister() {
 	if m == nil {
 		return
 	}
@@ -103,13 +103,10 @@ func WithMetrics(reg prometheus.Registerer) Option {
 	}
 }
 
-// Metrics is the coordinator's metrics, nil without WithMetrics (every
-// method of a nil *Metrics is a no-op).
-func (c *Coordinator) Metrics() *Metrics { return c.metrics }
-
-// Outcome counts one finished request of operation by its disposition:
-// the receipt's or grant's on success, DispositionOf(err) otherwise.
-func (m *Metrics) Outcome(operation string, d Disposition) {
+// count counts one finished request of operation by its disposition: the
+// receipt's or grant's on success, DispositionOf(err) otherwise. fencedtxn
+// counts its commits with it, as core.Outcome.
+func (m *metrics) count(operation string, d Disposition) {
 	if m == nil {
 		return
 	}
@@ -117,14 +114,14 @@ func (m *Metrics) Outcome(operation string, d Disposition) {
 }
 
 // outcome counts a request that succeeds with done.
-func (m *Metrics) outcome(operation string, done Disposition, err error) {
+func (m *metrics) outcome(operation string, done Disposition, err error) {
 	if m == nil {
 		return
 	}
 	if err != nil {
 		done = DispositionOf(err)
 	}
-	m.Outcome(operation, done)
+	m.count(operation, done)
 }
 
 // dispositionLabel is d as a label value: "unknown" for a disposition of no
@@ -137,7 +134,7 @@ func dispositionLabel(d Disposition) string {
 	return string(d)
 }
 
-func (m *Metrics) txn(operation string, d time.Duration) {
+func (m *metrics) txn(operation string, d time.Duration) {
 	if m == nil {
 		return
 	}
@@ -146,7 +143,7 @@ func (m *Metrics) txn(operation string, d time.Duration) {
 
 // sessionRenewed records a live session's confirmed grant or renewal, sent
 // at sent.
-func (m *Metrics) sessionRenewed(s *Session, sent time.Time) {
+func (m *metrics) sessionRenewed(s *Session, sent time.Time) {
 	if m == nil {
 		return
 	}
@@ -157,7 +154,7 @@ func (m *Metrics) sessionRenewed(s *Session, sent time.Time) {
 
 // sessionEnded forgets a session that can no longer act; reason is set
 // when its keepalive failed for good (lease_lost, deadline).
-func (m *Metrics) sessionEnded(s *Session, reason string) {
+func (m *metrics) sessionEnded(s *Session, reason string) {
 	if m == nil {
 		return
 	}
@@ -170,14 +167,14 @@ func (m *Metrics) sessionEnded(s *Session, reason string) {
 }
 
 // keepAliveFailed counts one keepalive that etcd did not answer.
-func (m *Metrics) keepAliveFailed() {
+func (m *metrics) keepAliveFailed() {
 	if m == nil {
 		return
 	}
 	m.kaFailures.WithLabelValues("unreachable").Inc()
 }
 
-func (m *Metrics) renewalAge() float64 {
+func (m *metrics) renewalAge() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()

@@ -18,14 +18,15 @@ import (
 // and the client to reach it. It is safe for concurrent use.
 type Coordinator struct {
 	// lent is what the packages built on coordinator call and its users do
-	// not (internal/core): txn, checkGuard, guardReads and the ledger's and
-	// retention's keys, filled by newCoordinator.
+	// not (internal/core): txn, checkGuard, guardReads, describeHolder, the
+	// commit's outcome count and the ledger's and retention's keys, filled
+	// by newCoordinator.
 	lent
 	client  *clientv3.Client
 	keys    Keyspace
 	lg      *zap.Logger
 	opts    options
-	metrics *Metrics // nil without WithMetrics
+	metrics *metrics // nil without WithMetrics
 	// ancestors are the realm keys of the enclosing prefixes checked for
 	// nesting: all of them, or none if the client may not read there.
 	ancestors []string
@@ -112,6 +113,8 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
 	k := c.keys
 	core.Lend(&c.lent, core.Plumbing[Grant]{Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
+		DescribeHolder: c.describeHolder,
+		Outcome:        func(operation, d string) { c.metrics.count(operation, Disposition(d)) },
 		Keys: core.Keys{
 			Effect: k.effect, EffectPrefix: k.effectPrefix, ParseEffect: k.parseEffect,
 			JournalEntry: k.journalEntry, JournalOperationPrefix: k.journalOperationPrefix, JournalPrefix: k.journalPrefix,

@@ -30,7 +30,7 @@ func (c *Coordinator) release(ctx context.Context, g Grant) error {
 		return err
 	}
 	if !resp.Succeeded {
-		return c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))
+		return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))
 	}
 	logGrant(c.lg, zap.InfoLevel, "released", g, false)
 	return nil

@@ -9,7 +9,7 @@ import (
 )
 
 // WithMetrics registers the metrics of the trials' coordinator (see
-// coordinator.Metrics) on reg.
+// coordinator.WithMetrics) on reg.
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(c *config) error {
 		if reg == nil {

@@ -105,7 +105,7 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		if err != nil {
 			d = coordinator.DispositionOf(err)
 		}
-		c.Metrics().Outcome("commit", d)
+		core.Outcome(c, "commit", d)
 	}
 	return r, err
 }
@@ -137,7 +137,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	r, err := commitAnswer(c, g, in, receipt, digest, resp)
 	// A refusal by the guard names the holder; one more read fills in its
 	// TTL and the state version the Txn could not show.
-	return r, c.DescribeHolder(ctx, err)
+	return r, core.DescribeHolder(c, ctx, err)
 }
 
 // commitAnswer reads the commit's answer: the receipt when it applied, else the

@@ -46,6 +46,15 @@ type Plumbing[G any] struct {
 	// GuardReads are the reads CheckGuard classifies (realm, fence, owner),
 	// first in the Else of a Txn whose If holds coordinator's Guard(g).
 	GuardReads func(g G) []clientv3.Op
+	// DescribeHolder completes the holder of a refusal (a
+	// *coordinator.Error with a Holder, as CheckGuard returns) with the
+	// task's state and the holder's TTL, read now, and returns err itself
+	// (coordinator/fence.go).
+	DescribeHolder func(ctx context.Context, err error) error
+	// Outcome counts one finished request of operation by its disposition d
+	// (a coordinator.Disposition) in the coordinator's metrics, if it has
+	// any (coordinator/metrics.go).
+	Outcome func(operation, d string)
 	// Keys are the keys of the coordinator's keyspace that only the ledger
 	// and retention use.
 	Keys Keys
@@ -103,6 +112,17 @@ func CheckGuard[G any](c lender[G], op string, g G, rs []*pb.ResponseOp) error {
 // GuardReads are the reads CheckGuard classifies, for g on c
 // (Plumbing.GuardReads).
 func GuardReads[G any](c lender[G], g G) []clientv3.Op { return c.lent().GuardReads(g) }
+
+// DescribeHolder completes err's holder, for c (Plumbing.DescribeHolder).
+func DescribeHolder[G any](c lender[G], ctx context.Context, err error) error {
+	return c.lent().DescribeHolder(ctx, err)
+}
+
+// Outcome counts a finished request of operation with disposition d in
+// c's metrics (Plumbing.Outcome).
+func Outcome[G any, D ~string](c lender[G], operation string, d D) {
+	c.lent().Outcome(operation, string(d))
+}
 
 // KeysOf is c's ledger and retention keys.
 func KeysOf[G any](c lender[G]) Keys { return c.lent().Keys }

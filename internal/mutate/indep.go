@@ -122,7 +122,7 @@ var indepMutations = []Mutation{
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
 	ind("release/refusal-swallowed", releaseGo, "a refused Release reports success",
-		`return c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `_ = c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))`),
+		`return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `_ = c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 

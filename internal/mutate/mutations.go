@@ -122,7 +122,7 @@ var mutations = []Mutation{
 		`if owner.ModRevision != g.Epoch || string(owner.Value) != g.Owner || owner.Lease != g.Lease {`, `if false {`,
 		txnPkg, coordPkg),
 	mut("checkguard/current-refused", fenceGo, "a current grant is classified stale_owner",
-		"\treturn nil\n}\n\n// DescribeHolder completes", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
+		"\treturn nil\n}\n\n// describeHolder completes", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
 		txnPkg, coordPkg),
 
 	// ---- renew (coordinator/renew.go), release and ReleaseTask (coordinator/release.go)
@@ -133,7 +133,7 @@ var mutations = []Mutation{
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`, `If: nil, Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		run("./coordinator", "TestStaleReleaseLeavesNewOwner"), coordPkg, txnPkg),
 	mut("release/refusal-ignored", releaseGo, "a refused Release returns nil",
-		`return c.DescribeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `return nil`,
+		`return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `return nil`,
 		coordPkg, txnPkg),
 	mut("releasetask/drop-lease", releaseGo, "ReleaseTask without LeaseValue(owner) == s.lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``,
