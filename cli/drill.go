@@ -51,7 +51,13 @@ line it runs on that cluster (TLS and auth flags apply) under
 <prefix>/drill/<run id>, inside leasegate's prefix (so a role with readwrite
 on the prefix covers it), which it deletes at the end unless --keep.
 Ownership, fences and the ledger are real etcd; the providers and their time
-are simulated (see docs/drill.md).
+are simulated (see docs/drill.md). The fenced workers reach their effect
+gateway over loopback TLS (a gateway server per trial behind one listener,
+holding the trial's providers, with throwaway certificates as serve --dev
+makes them): a worker that stops leaves its claimed call to the gateway,
+which completes it; --via-gateway=false puts the ledger back in the worker's
+process (faster, about half the fenced trials' CPU); --providers real keeps
+its ledger in-process.
 
 With --providers real the failover's providers are real servers started on
 loopback ports for the run — a PostgreSQL 15 primary and streaming standby
@@ -78,6 +84,7 @@ the role's grant on --prefix).`,
 			"leasegate drill --scenario incident",
 			"leasegate drill --scenario incident --svg incident.svg   # incident-naive.svg, incident-fenced.svg",
 			"leasegate drill --design fenced --replay 7 --svg trial7.svg",
+			"leasegate drill --via-gateway=false   # the fenced workers call the ledger in-process",
 			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep",
 			"leasegate drill --providers real                # 20 trials per design on PostgreSQL and BIND",
 			"leasegate drill --providers real --trials 5 --design fenced"),
