@@ -112,7 +112,7 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	}
 	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
 	k := c.keys
-	core.Lend(&c.lent, core.Plumbing[Grant]{Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
+	core.Lend(&c.lent, core.Plumbing[Grant]{Guard: c.Guard, Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
 		DescribeHolder: c.describeHolder,
 		Outcome:        func(operation, d string) { c.metrics.count(operation, Disposition(d)) },
 		Keys: core.Keys{

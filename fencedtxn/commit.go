@@ -202,7 +202,7 @@ func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []c
 	stateValue := encodeState(core.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
 		Operation: in.Operation, Epoch: g.Epoch})
 
-	cmps, els := guard(c, g, 2)
+	cmps, els := core.Guarded(c, g, 2)
 	cmps = append(cmps,
 		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
 		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))

@@ -20,7 +20,6 @@ type Ledger struct {
 	adapters map[string]Adapter // by kind
 	lg       *zap.Logger
 	hints    hints
-	guards   guards
 	metrics  *metrics
 	options
 }

@@ -141,7 +141,7 @@ func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (core.TxnRequ
 	if rec.State == "" {
 		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}
-	cmps, reads := l.guard(g)
+	cmps, reads := core.Guarded(l.c, g, 1)
 	return core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
 		If:   append(cmps, recCmp),
 		Then: then,

@@ -4,7 +4,9 @@
 // requests goes through (so that a transport failure is classified as the
 // coordinator's own are), GuardReads and CheckGuard (the reads that go with
 // coordinator's Guard in a fenced Txn, and their classification), the keys of the ledger and of retention, and the records stored
-// under coordinator's keys (records.go).
+// under coordinator's keys (records.go), and the one cache of a grant's
+// guard that fencedtxn's commits and the ledger's transitions share
+// (guard.go).
 //
 // The functions are coordinator's own, lent to this package when a
 // coordinator is built: coordinator.Coordinator embeds a Lent under an
@@ -17,6 +19,7 @@ package core
 
 import (
 	"context"
+	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -31,7 +34,9 @@ type TxnRequest struct {
 }
 
 // Plumbing is what a coordinator lends (coordinator/realm.go fills it).
-type Plumbing[G any] struct {
+type Plumbing[G comparable] struct {
+	// Guard is coordinator's Guard(g), the compares GuardReads go with.
+	Guard func(g G) []clientv3.Cmp
 	// Txn runs r. Its error, if any, is a *coordinator.Error:
 	// authority_unavailable when the request never left this process (or
 	// was a read), outcome_unknown when it may have reached etcd,
@@ -87,42 +92,47 @@ type Keys struct {
 	RetentionMarks func() string
 }
 
-// Lent holds what a coordinator lends; coordinator.Coordinator embeds it.
-type Lent[G any] struct{ p Plumbing[G] }
+// Lent holds what a coordinator lends, and its guard cache (guard.go);
+// coordinator.Coordinator embeds it.
+type Lent[G comparable] struct {
+	p      Plumbing[G]
+	mu     sync.Mutex
+	guards map[G]guarded
+}
 
-func (l *Lent[G]) lent() *Plumbing[G] { return &l.p }
+func (l *Lent[G]) lent() *Lent[G] { return l }
 
 // Lend fills l; coordinator calls it once, as it builds a coordinator.
-func Lend[G any](l *Lent[G], p Plumbing[G]) { l.p = p }
+func Lend[G comparable](l *Lent[G], p Plumbing[G]) { l.p = p }
 
 // lender is a *coordinator.Coordinator.
-type lender[G any] interface{ lent() *Plumbing[G] }
+type lender[G comparable] interface{ lent() *Lent[G] }
 
 // Txn runs r through c (Plumbing.Txn).
-func Txn[G any](c lender[G], ctx context.Context, r TxnRequest) (*clientv3.TxnResponse, error) {
-	return c.lent().Txn(ctx, r)
+func Txn[G comparable](c lender[G], ctx context.Context, r TxnRequest) (*clientv3.TxnResponse, error) {
+	return c.lent().p.Txn(ctx, r)
 }
 
 // CheckGuard classifies, for c, the responses of GuardReads(g) read with a
 // failed Guard(g) (Plumbing.CheckGuard).
-func CheckGuard[G any](c lender[G], op string, g G, rs []*pb.ResponseOp) error {
-	return c.lent().CheckGuard(op, g, rs)
+func CheckGuard[G comparable](c lender[G], op string, g G, rs []*pb.ResponseOp) error {
+	return c.lent().p.CheckGuard(op, g, rs)
 }
 
 // GuardReads are the reads CheckGuard classifies, for g on c
 // (Plumbing.GuardReads).
-func GuardReads[G any](c lender[G], g G) []clientv3.Op { return c.lent().GuardReads(g) }
+func GuardReads[G comparable](c lender[G], g G) []clientv3.Op { return c.lent().p.GuardReads(g) }
 
 // DescribeHolder completes err's holder, for c (Plumbing.DescribeHolder).
-func DescribeHolder[G any](c lender[G], ctx context.Context, err error) error {
-	return c.lent().DescribeHolder(ctx, err)
+func DescribeHolder[G comparable](c lender[G], ctx context.Context, err error) error {
+	return c.lent().p.DescribeHolder(ctx, err)
 }
 
 // Outcome counts a finished request of operation with disposition d in
 // c's metrics (Plumbing.Outcome).
-func Outcome[G any, D ~string](c lender[G], operation string, d D) {
-	c.lent().Outcome(operation, string(d))
+func Outcome[G comparable, D ~string](c lender[G], operation string, d D) {
+	c.lent().p.Outcome(operation, string(d))
 }
 
 // KeysOf is c's ledger and retention keys.
-func KeysOf[G any](c lender[G]) Keys { return c.lent().Keys }
+func KeysOf[G comparable](c lender[G]) Keys { return c.lent().p.Keys }

@@ -12,6 +12,7 @@ var (
 	txnPkg    = Run{Pkg: "./fencedtxn"}
 	ledgerPkg = Run{Pkg: "./ledger"}
 	gcPkg     = Run{Pkg: "./retention"}
+	corePkg   = Run{Pkg: "./internal/core"}
 )
 
 func run(pkg, pattern string) Run { return Run{Pkg: pkg, Run: pattern} }
@@ -33,7 +34,7 @@ const (
 	grantsGo     = "coordinator/grants.go"
 	transportGo  = "coordinator/transport.go"
 	commitGo     = "fencedtxn/commit.go"
-	guardCacheGo = "fencedtxn/guardcache.go"
+	guardCacheGo = "internal/core/guard.go"
 	transitionGo = "ledger/transition.go"
 	gatewayGo    = "ledger/gateway.go"
 	reconcileGo  = "ledger/reconcile.go"
@@ -188,11 +189,11 @@ var mutations = []Mutation{
 
 	// ---- the commit Txn and its classification (fencedtxn/commit.go)
 	mut("commit/drop-guard", commitGo, "the commit's If without the guard",
-		`cmps, els := guard(c, g, 2)`, "_, els := guard(c, g, 2)\n\tvar cmps []clientv3.Cmp",
+		`cmps, els := core.Guarded(c, g, 2)`, "_, els := core.Guarded(c, g, 2)\n\tvar cmps []clientv3.Cmp",
 		txnPkg),
-	mut("commit/guard-cache-by-task", guardCacheGo, "the guard cache is keyed by task, not by grant: a stale grant gets the current grant's compares",
-		`k := guardKey{c, g}`, `k := guardKey{c, coordinator.Grant{Tenant: g.Tenant, Task: g.Task}}`,
-		txnPkg, coordPkg),
+	mut("commit/guard-cache-any-entry", guardCacheGo, "the guard cache hands out any entry, not the grant's: a stale grant gets the current grant's compares",
+		`e, ok := l.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range l.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}",
+		corePkg, txnPkg, coordPkg),
 	mut("commit/drop-op-cmp", commitGo, "the commit's If without CreateRevision(ops/<op>) == 0",
 		`clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),`, ``,
 		txnPkg),

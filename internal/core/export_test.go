@@ -1,0 +1,9 @@
+package core
+
+// ClearGuards empties c's guard cache, as its bound does.
+func ClearGuards[G comparable](c lender[G]) {
+	l := c.lent()
+	l.mu.Lock()
+	l.guards = nil
+	l.mu.Unlock()
+}

@@ -1,0 +1,13 @@
+package core_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/leasegate/leasegate/internal/lgtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, lgtest.LeakOptions()...)
+}
