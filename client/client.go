@@ -317,6 +317,21 @@ func (c *Client) Propose(ctx context.Context, g coordinator.Grant, operation str
 	return wire.RecordFromProto(resp.GetRecord()), nil
 }
 
+// ObservePrecondition reads, through the gateway's adapter for e's kind
+// and so with the gateway's provider credentials, the world e depends on
+// now: the observation to Propose e against (the one Dispatch revalidates).
+// g must be a current grant of the caller's; nothing is written. A provider
+// that cannot show its world is authority_unavailable, a hold.
+func (c *Client) ObservePrecondition(ctx context.Context, g coordinator.Grant, e ledger.Effect) (ledger.Observation, error) {
+	const op = "observe"
+	resp, err := call(ctx, op, false, c.workers.ObservePrecondition, &leasegatev1.ObservePreconditionRequest{Grant: wire.GrantToProto(g),
+		Effect: wire.EffectToProto(e)})
+	if err != nil {
+		return ledger.Observation{}, err
+	}
+	return wire.ObservationFromProto(op, resp.GetPrecondition())
+}
+
 // Dispatch sends an authorized operation to its provider through the
 // gateway, which owns the dispatch once it has the request.
 func (c *Client) Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error) {

@@ -42,6 +42,7 @@ const DefaultMargin = 100 * time.Millisecond
 type Server struct {
 	c          *coordinator.Coordinator
 	led        *ledger.Ledger
+	adapters   map[string]ledger.Adapter // by kind, as the ledger calls them (ObservePrecondition)
 	identities map[string]Identity
 	tokens     tokens
 	metrics    *metrics
@@ -201,8 +202,10 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 	s.metrics = m
 	s.health = newHealth(o.adapters, s.lg, leasegatev1connect.WorkerServiceName, leasegatev1connect.ApproverServiceName, leasegatev1connect.OperatorServiceName)
 	adapters := make([]ledger.Adapter, 0, len(o.adapters))
+	s.adapters = make(map[string]ledger.Adapter, len(o.adapters))
 	for _, a := range o.adapters {
 		adapters = append(adapters, instrumented{Adapter: a, s: s})
+		s.adapters[a.Kind()] = adapters[len(adapters)-1]
 	}
 	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg)}
 	if o.reg != nil {

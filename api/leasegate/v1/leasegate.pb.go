@@ -2636,6 +2636,104 @@ func (x *ProposeResponse) GetRecord() *EffectRecord {
 	return nil
 }
 
+type ObservePreconditionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A current grant of the caller's: only the task's owner reads through
+	// the server's credentials.
+	Grant         *Grant  `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	Effect        *Effect `protobuf:"bytes,2,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObservePreconditionRequest) Reset() {
+	*x = ObservePreconditionRequest{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObservePreconditionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObservePreconditionRequest) ProtoMessage() {}
+
+func (x *ObservePreconditionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObservePreconditionRequest.ProtoReflect.Descriptor instead.
+func (*ObservePreconditionRequest) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ObservePreconditionRequest) GetGrant() *Grant {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+func (x *ObservePreconditionRequest) GetEffect() *Effect {
+	if x != nil {
+		return x.Effect
+	}
+	return nil
+}
+
+type ObservePreconditionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Precondition  *Observation           `protobuf:"bytes,1,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObservePreconditionResponse) Reset() {
+	*x = ObservePreconditionResponse{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObservePreconditionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObservePreconditionResponse) ProtoMessage() {}
+
+func (x *ObservePreconditionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObservePreconditionResponse.ProtoReflect.Descriptor instead.
+func (*ObservePreconditionResponse) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ObservePreconditionResponse) GetPrecondition() *Observation {
+	if x != nil {
+		return x.Precondition
+	}
+	return nil
+}
+
 type DispatchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Grant         *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
@@ -2646,7 +2744,7 @@ type DispatchRequest struct {
 
 func (x *DispatchRequest) Reset() {
 	*x = DispatchRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2756,7 @@ func (x *DispatchRequest) String() string {
 func (*DispatchRequest) ProtoMessage() {}
 
 func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2769,7 @@ func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DispatchRequest) GetGrant() *Grant {
@@ -2697,7 +2795,7 @@ type DispatchResponse struct {
 
 func (x *DispatchResponse) Reset() {
 	*x = DispatchResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +2807,7 @@ func (x *DispatchResponse) String() string {
 func (*DispatchResponse) ProtoMessage() {}
 
 func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +2820,7 @@ func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DispatchResponse) GetRecord() *EffectRecord {
@@ -2743,7 +2841,7 @@ type GetRecordRequest struct {
 
 func (x *GetRecordRequest) Reset() {
 	*x = GetRecordRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2853,7 @@ func (x *GetRecordRequest) String() string {
 func (*GetRecordRequest) ProtoMessage() {}
 
 func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2866,7 @@ func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetRecordRequest) GetTenant() string {
@@ -2802,7 +2900,7 @@ type GetRecordResponse struct {
 
 func (x *GetRecordResponse) Reset() {
 	*x = GetRecordResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2912,7 @@ func (x *GetRecordResponse) String() string {
 func (*GetRecordResponse) ProtoMessage() {}
 
 func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2925,7 @@ func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordResponse.ProtoReflect.Descriptor instead.
 func (*GetRecordResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetRecordResponse) GetRecord() *EffectRecord {
@@ -2856,7 +2954,7 @@ type ListRecordsRequest struct {
 
 func (x *ListRecordsRequest) Reset() {
 	*x = ListRecordsRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2966,7 @@ func (x *ListRecordsRequest) String() string {
 func (*ListRecordsRequest) ProtoMessage() {}
 
 func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2979,7 @@ func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListRecordsRequest) GetTenant() string {
@@ -2914,7 +3012,7 @@ type ListRecordsResponse struct {
 
 func (x *ListRecordsResponse) Reset() {
 	*x = ListRecordsResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3024,7 @@ func (x *ListRecordsResponse) String() string {
 func (*ListRecordsResponse) ProtoMessage() {}
 
 func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3037,7 @@ func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListRecordsResponse) GetRecords() []*EffectRecord {
@@ -2958,7 +3056,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2970,7 +3068,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2983,7 +3081,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReconcileRequest) GetGrant() *Grant {
@@ -3002,7 +3100,7 @@ type ReconcileResponse struct {
 
 func (x *ReconcileResponse) Reset() {
 	*x = ReconcileResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3112,7 @@ func (x *ReconcileResponse) String() string {
 func (*ReconcileResponse) ProtoMessage() {}
 
 func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3125,7 @@ func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReconcileResponse) GetRecords() []*EffectRecord {
@@ -3054,7 +3152,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3164,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3177,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AuthorizeRequest) GetTenant() string {
@@ -3140,7 +3238,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3250,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3263,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AuthorizeResponse) GetRecord() *EffectRecord {
@@ -3187,7 +3285,7 @@ type RejectRequest struct {
 
 func (x *RejectRequest) Reset() {
 	*x = RejectRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3199,7 +3297,7 @@ func (x *RejectRequest) String() string {
 func (*RejectRequest) ProtoMessage() {}
 
 func (x *RejectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3212,7 +3310,7 @@ func (x *RejectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRequest.ProtoReflect.Descriptor instead.
 func (*RejectRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RejectRequest) GetTenant() string {
@@ -3252,7 +3350,7 @@ type RejectResponse struct {
 
 func (x *RejectResponse) Reset() {
 	*x = RejectResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3362,7 @@ func (x *RejectResponse) String() string {
 func (*RejectResponse) ProtoMessage() {}
 
 func (x *RejectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3375,7 @@ func (x *RejectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectResponse.ProtoReflect.Descriptor instead.
 func (*RejectResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RejectResponse) GetRecord() *EffectRecord {
@@ -3307,7 +3405,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3417,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3430,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ResolveRequest) GetTenant() string {
@@ -3393,7 +3491,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3405,7 +3503,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3418,7 +3516,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ResolveResponse) GetRecord() *EffectRecord {
@@ -3438,7 +3536,7 @@ type RevokeLeaseRequest struct {
 
 func (x *RevokeLeaseRequest) Reset() {
 	*x = RevokeLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3450,7 +3548,7 @@ func (x *RevokeLeaseRequest) String() string {
 func (*RevokeLeaseRequest) ProtoMessage() {}
 
 func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3463,7 +3561,7 @@ func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RevokeLeaseRequest) GetLease() string {
@@ -3484,7 +3582,7 @@ type RevokeLeaseResponse struct {
 
 func (x *RevokeLeaseResponse) Reset() {
 	*x = RevokeLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +3594,7 @@ func (x *RevokeLeaseResponse) String() string {
 func (*RevokeLeaseResponse) ProtoMessage() {}
 
 func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +3607,7 @@ func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RevokeLeaseResponse) GetRevoked() *LeaseInfo {
@@ -3539,7 +3637,7 @@ type LeaseInfo struct {
 
 func (x *LeaseInfo) Reset() {
 	*x = LeaseInfo{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3649,7 @@ func (x *LeaseInfo) String() string {
 func (*LeaseInfo) ProtoMessage() {}
 
 func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3662,7 @@ func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseInfo.ProtoReflect.Descriptor instead.
 func (*LeaseInfo) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LeaseInfo) GetLease() string {
@@ -3623,7 +3721,7 @@ type LeaseTask struct {
 
 func (x *LeaseTask) Reset() {
 	*x = LeaseTask{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3733,7 @@ func (x *LeaseTask) String() string {
 func (*LeaseTask) ProtoMessage() {}
 
 func (x *LeaseTask) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3746,7 @@ func (x *LeaseTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseTask.ProtoReflect.Descriptor instead.
 func (*LeaseTask) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *LeaseTask) GetTenant() string {
@@ -3687,7 +3785,7 @@ type ListLeasesRequest struct {
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3699,7 +3797,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3712,7 +3810,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
 }
 
 type ListLeasesResponse struct {
@@ -3724,7 +3822,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3834,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3847,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListLeasesResponse) GetLeases() []*LeaseInfo {
@@ -3769,7 +3867,7 @@ type ShowLeaseRequest struct {
 
 func (x *ShowLeaseRequest) Reset() {
 	*x = ShowLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3879,7 @@ func (x *ShowLeaseRequest) String() string {
 func (*ShowLeaseRequest) ProtoMessage() {}
 
 func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3892,7 @@ func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ShowLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ShowLeaseRequest) GetLease() string {
@@ -3813,7 +3911,7 @@ type ShowLeaseResponse struct {
 
 func (x *ShowLeaseResponse) Reset() {
 	*x = ShowLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3825,7 +3923,7 @@ func (x *ShowLeaseResponse) String() string {
 func (*ShowLeaseResponse) ProtoMessage() {}
 
 func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3838,7 +3936,7 @@ func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ShowLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ShowLeaseResponse) GetLease() *LeaseInfo {
@@ -3856,7 +3954,7 @@ type ShowRealmRequest struct {
 
 func (x *ShowRealmRequest) Reset() {
 	*x = ShowRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +3966,7 @@ func (x *ShowRealmRequest) String() string {
 func (*ShowRealmRequest) ProtoMessage() {}
 
 func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +3979,7 @@ func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmRequest.ProtoReflect.Descriptor instead.
 func (*ShowRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
 }
 
 type ShowRealmResponse struct {
@@ -3899,7 +3997,7 @@ type ShowRealmResponse struct {
 
 func (x *ShowRealmResponse) Reset() {
 	*x = ShowRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3911,7 +4009,7 @@ func (x *ShowRealmResponse) String() string {
 func (*ShowRealmResponse) ProtoMessage() {}
 
 func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3924,7 +4022,7 @@ func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmResponse.ProtoReflect.Descriptor instead.
 func (*ShowRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ShowRealmResponse) GetRealm() string {
@@ -3966,7 +4064,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3978,7 +4076,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3991,7 +4089,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Origin) GetRealm() string {
@@ -4037,7 +4135,7 @@ type RotateRealmRequest struct {
 
 func (x *RotateRealmRequest) Reset() {
 	*x = RotateRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4049,7 +4147,7 @@ func (x *RotateRealmRequest) String() string {
 func (*RotateRealmRequest) ProtoMessage() {}
 
 func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4062,7 +4160,7 @@ func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmRequest.ProtoReflect.Descriptor instead.
 func (*RotateRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{67}
 }
 
 type RotateRealmResponse struct {
@@ -4074,7 +4172,7 @@ type RotateRealmResponse struct {
 
 func (x *RotateRealmResponse) Reset() {
 	*x = RotateRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4184,7 @@ func (x *RotateRealmResponse) String() string {
 func (*RotateRealmResponse) ProtoMessage() {}
 
 func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4197,7 @@ func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmResponse.ProtoReflect.Descriptor instead.
 func (*RotateRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{66}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RotateRealmResponse) GetRealm() string {
@@ -4303,7 +4401,12 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x06effect\x18\x03 \x01(\v2\x14.leasegate.v1.EffectR\x06effect\x12=\n" +
 	"\fprecondition\x18\x04 \x01(\v2\x19.leasegate.v1.ObservationR\fprecondition\"E\n" +
 	"\x0fProposeResponse\x122\n" +
-	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"Z\n" +
+	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"u\n" +
+	"\x1aObservePreconditionRequest\x12)\n" +
+	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\x12,\n" +
+	"\x06effect\x18\x02 \x01(\v2\x14.leasegate.v1.EffectR\x06effect\"\\\n" +
+	"\x1bObservePreconditionResponse\x12=\n" +
+	"\fprecondition\x18\x01 \x01(\v2\x19.leasegate.v1.ObservationR\fprecondition\"Z\n" +
 	"\x0fDispatchRequest\x12)\n" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\"F\n" +
@@ -4391,8 +4494,7 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x14\n" +
 	"\x12RotateRealmRequest\"+\n" +
 	"\x13RotateRealmResponse\x12\x14\n" +
-	"\x05realm\x18\x01 \x01(\tR\x05realm2\xd5\n" +
-	"\n" +
+	"\x05realm\x18\x01 \x01(\tR\x05realm2\xc1\v\n" +
 	"\rWorkerService\x12R\n" +
 	"\vOpenSession\x12 .leasegate.v1.OpenSessionRequest\x1a!.leasegate.v1.OpenSessionResponse\x12U\n" +
 	"\fRenewSession\x12!.leasegate.v1.RenewSessionRequest\x1a\".leasegate.v1.RenewSessionResponse\x12P\n" +
@@ -4407,7 +4509,8 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x0eWatchOwnership\x12#.leasegate.v1.WatchOwnershipRequest\x1a$.leasegate.v1.WatchOwnershipResponse0\x01\x12C\n" +
 	"\x06Commit\x12\x1b.leasegate.v1.CommitRequest\x1a\x1c.leasegate.v1.CommitResponse\x12I\n" +
 	"\bGetState\x12\x1d.leasegate.v1.GetStateRequest\x1a\x1e.leasegate.v1.GetStateResponse\x12F\n" +
-	"\aPropose\x12\x1c.leasegate.v1.ProposeRequest\x1a\x1d.leasegate.v1.ProposeResponse\x12I\n" +
+	"\aPropose\x12\x1c.leasegate.v1.ProposeRequest\x1a\x1d.leasegate.v1.ProposeResponse\x12j\n" +
+	"\x13ObservePrecondition\x12(.leasegate.v1.ObservePreconditionRequest\x1a).leasegate.v1.ObservePreconditionResponse\x12I\n" +
 	"\bDispatch\x12\x1d.leasegate.v1.DispatchRequest\x1a\x1e.leasegate.v1.DispatchResponse\x12L\n" +
 	"\tGetRecord\x12\x1e.leasegate.v1.GetRecordRequest\x1a\x1f.leasegate.v1.GetRecordResponse\x12R\n" +
 	"\vListRecords\x12 .leasegate.v1.ListRecordsRequest\x1a!.leasegate.v1.ListRecordsResponse\x12L\n" +
@@ -4436,86 +4539,88 @@ func file_leasegate_v1_leasegate_proto_rawDescGZIP() []byte {
 	return file_leasegate_v1_leasegate_proto_rawDescData
 }
 
-var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_leasegate_v1_leasegate_proto_goTypes = []any{
-	(*Refusal)(nil),                // 0: leasegate.v1.Refusal
-	(*Grant)(nil),                  // 1: leasegate.v1.Grant
-	(*Session)(nil),                // 2: leasegate.v1.Session
-	(*Renewal)(nil),                // 3: leasegate.v1.Renewal
-	(*OpenSessionRequest)(nil),     // 4: leasegate.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),    // 5: leasegate.v1.OpenSessionResponse
-	(*RenewSessionRequest)(nil),    // 6: leasegate.v1.RenewSessionRequest
-	(*RenewSessionResponse)(nil),   // 7: leasegate.v1.RenewSessionResponse
-	(*KeepAliveRequest)(nil),       // 8: leasegate.v1.KeepAliveRequest
-	(*KeepAliveResponse)(nil),      // 9: leasegate.v1.KeepAliveResponse
-	(*CloseSessionRequest)(nil),    // 10: leasegate.v1.CloseSessionRequest
-	(*CloseSessionResponse)(nil),   // 11: leasegate.v1.CloseSessionResponse
-	(*ClaimRequest)(nil),           // 12: leasegate.v1.ClaimRequest
-	(*ClaimResponse)(nil),          // 13: leasegate.v1.ClaimResponse
-	(*ReleaseRequest)(nil),         // 14: leasegate.v1.ReleaseRequest
-	(*ReleaseResponse)(nil),        // 15: leasegate.v1.ReleaseResponse
-	(*RenewGrantRequest)(nil),      // 16: leasegate.v1.RenewGrantRequest
-	(*RenewGrantResponse)(nil),     // 17: leasegate.v1.RenewGrantResponse
-	(*Ownership)(nil),              // 18: leasegate.v1.Ownership
-	(*GetOwnershipRequest)(nil),    // 19: leasegate.v1.GetOwnershipRequest
-	(*GetOwnershipResponse)(nil),   // 20: leasegate.v1.GetOwnershipResponse
-	(*ListTasksRequest)(nil),       // 21: leasegate.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 22: leasegate.v1.ListTasksResponse
-	(*WatchOwnershipRequest)(nil),  // 23: leasegate.v1.WatchOwnershipRequest
-	(*WatchOwnershipResponse)(nil), // 24: leasegate.v1.WatchOwnershipResponse
-	(*CommitRequest)(nil),          // 25: leasegate.v1.CommitRequest
-	(*Receipt)(nil),                // 26: leasegate.v1.Receipt
-	(*CommitResponse)(nil),         // 27: leasegate.v1.CommitResponse
-	(*GetStateRequest)(nil),        // 28: leasegate.v1.GetStateRequest
-	(*State)(nil),                  // 29: leasegate.v1.State
-	(*GetStateResponse)(nil),       // 30: leasegate.v1.GetStateResponse
-	(*Effect)(nil),                 // 31: leasegate.v1.Effect
-	(*Observation)(nil),            // 32: leasegate.v1.Observation
-	(*Evidence)(nil),               // 33: leasegate.v1.Evidence
-	(*Approval)(nil),               // 34: leasegate.v1.Approval
-	(*EffectRecord)(nil),           // 35: leasegate.v1.EffectRecord
-	(*Answer)(nil),                 // 36: leasegate.v1.Answer
-	(*Transition)(nil),             // 37: leasegate.v1.Transition
-	(*ProposeRequest)(nil),         // 38: leasegate.v1.ProposeRequest
-	(*ProposeResponse)(nil),        // 39: leasegate.v1.ProposeResponse
-	(*DispatchRequest)(nil),        // 40: leasegate.v1.DispatchRequest
-	(*DispatchResponse)(nil),       // 41: leasegate.v1.DispatchResponse
-	(*GetRecordRequest)(nil),       // 42: leasegate.v1.GetRecordRequest
-	(*GetRecordResponse)(nil),      // 43: leasegate.v1.GetRecordResponse
-	(*ListRecordsRequest)(nil),     // 44: leasegate.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),    // 45: leasegate.v1.ListRecordsResponse
-	(*ReconcileRequest)(nil),       // 46: leasegate.v1.ReconcileRequest
-	(*ReconcileResponse)(nil),      // 47: leasegate.v1.ReconcileResponse
-	(*AuthorizeRequest)(nil),       // 48: leasegate.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),      // 49: leasegate.v1.AuthorizeResponse
-	(*RejectRequest)(nil),          // 50: leasegate.v1.RejectRequest
-	(*RejectResponse)(nil),         // 51: leasegate.v1.RejectResponse
-	(*ResolveRequest)(nil),         // 52: leasegate.v1.ResolveRequest
-	(*ResolveResponse)(nil),        // 53: leasegate.v1.ResolveResponse
-	(*RevokeLeaseRequest)(nil),     // 54: leasegate.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),    // 55: leasegate.v1.RevokeLeaseResponse
-	(*LeaseInfo)(nil),              // 56: leasegate.v1.LeaseInfo
-	(*LeaseTask)(nil),              // 57: leasegate.v1.LeaseTask
-	(*ListLeasesRequest)(nil),      // 58: leasegate.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),     // 59: leasegate.v1.ListLeasesResponse
-	(*ShowLeaseRequest)(nil),       // 60: leasegate.v1.ShowLeaseRequest
-	(*ShowLeaseResponse)(nil),      // 61: leasegate.v1.ShowLeaseResponse
-	(*ShowRealmRequest)(nil),       // 62: leasegate.v1.ShowRealmRequest
-	(*ShowRealmResponse)(nil),      // 63: leasegate.v1.ShowRealmResponse
-	(*Origin)(nil),                 // 64: leasegate.v1.Origin
-	(*RotateRealmRequest)(nil),     // 65: leasegate.v1.RotateRealmRequest
-	(*RotateRealmResponse)(nil),    // 66: leasegate.v1.RotateRealmResponse
-	(*durationpb.Duration)(nil),    // 67: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 68: google.protobuf.Timestamp
+	(*Refusal)(nil),                     // 0: leasegate.v1.Refusal
+	(*Grant)(nil),                       // 1: leasegate.v1.Grant
+	(*Session)(nil),                     // 2: leasegate.v1.Session
+	(*Renewal)(nil),                     // 3: leasegate.v1.Renewal
+	(*OpenSessionRequest)(nil),          // 4: leasegate.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),         // 5: leasegate.v1.OpenSessionResponse
+	(*RenewSessionRequest)(nil),         // 6: leasegate.v1.RenewSessionRequest
+	(*RenewSessionResponse)(nil),        // 7: leasegate.v1.RenewSessionResponse
+	(*KeepAliveRequest)(nil),            // 8: leasegate.v1.KeepAliveRequest
+	(*KeepAliveResponse)(nil),           // 9: leasegate.v1.KeepAliveResponse
+	(*CloseSessionRequest)(nil),         // 10: leasegate.v1.CloseSessionRequest
+	(*CloseSessionResponse)(nil),        // 11: leasegate.v1.CloseSessionResponse
+	(*ClaimRequest)(nil),                // 12: leasegate.v1.ClaimRequest
+	(*ClaimResponse)(nil),               // 13: leasegate.v1.ClaimResponse
+	(*ReleaseRequest)(nil),              // 14: leasegate.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),             // 15: leasegate.v1.ReleaseResponse
+	(*RenewGrantRequest)(nil),           // 16: leasegate.v1.RenewGrantRequest
+	(*RenewGrantResponse)(nil),          // 17: leasegate.v1.RenewGrantResponse
+	(*Ownership)(nil),                   // 18: leasegate.v1.Ownership
+	(*GetOwnershipRequest)(nil),         // 19: leasegate.v1.GetOwnershipRequest
+	(*GetOwnershipResponse)(nil),        // 20: leasegate.v1.GetOwnershipResponse
+	(*ListTasksRequest)(nil),            // 21: leasegate.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 22: leasegate.v1.ListTasksResponse
+	(*WatchOwnershipRequest)(nil),       // 23: leasegate.v1.WatchOwnershipRequest
+	(*WatchOwnershipResponse)(nil),      // 24: leasegate.v1.WatchOwnershipResponse
+	(*CommitRequest)(nil),               // 25: leasegate.v1.CommitRequest
+	(*Receipt)(nil),                     // 26: leasegate.v1.Receipt
+	(*CommitResponse)(nil),              // 27: leasegate.v1.CommitResponse
+	(*GetStateRequest)(nil),             // 28: leasegate.v1.GetStateRequest
+	(*State)(nil),                       // 29: leasegate.v1.State
+	(*GetStateResponse)(nil),            // 30: leasegate.v1.GetStateResponse
+	(*Effect)(nil),                      // 31: leasegate.v1.Effect
+	(*Observation)(nil),                 // 32: leasegate.v1.Observation
+	(*Evidence)(nil),                    // 33: leasegate.v1.Evidence
+	(*Approval)(nil),                    // 34: leasegate.v1.Approval
+	(*EffectRecord)(nil),                // 35: leasegate.v1.EffectRecord
+	(*Answer)(nil),                      // 36: leasegate.v1.Answer
+	(*Transition)(nil),                  // 37: leasegate.v1.Transition
+	(*ProposeRequest)(nil),              // 38: leasegate.v1.ProposeRequest
+	(*ProposeResponse)(nil),             // 39: leasegate.v1.ProposeResponse
+	(*ObservePreconditionRequest)(nil),  // 40: leasegate.v1.ObservePreconditionRequest
+	(*ObservePreconditionResponse)(nil), // 41: leasegate.v1.ObservePreconditionResponse
+	(*DispatchRequest)(nil),             // 42: leasegate.v1.DispatchRequest
+	(*DispatchResponse)(nil),            // 43: leasegate.v1.DispatchResponse
+	(*GetRecordRequest)(nil),            // 44: leasegate.v1.GetRecordRequest
+	(*GetRecordResponse)(nil),           // 45: leasegate.v1.GetRecordResponse
+	(*ListRecordsRequest)(nil),          // 46: leasegate.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),         // 47: leasegate.v1.ListRecordsResponse
+	(*ReconcileRequest)(nil),            // 48: leasegate.v1.ReconcileRequest
+	(*ReconcileResponse)(nil),           // 49: leasegate.v1.ReconcileResponse
+	(*AuthorizeRequest)(nil),            // 50: leasegate.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),           // 51: leasegate.v1.AuthorizeResponse
+	(*RejectRequest)(nil),               // 52: leasegate.v1.RejectRequest
+	(*RejectResponse)(nil),              // 53: leasegate.v1.RejectResponse
+	(*ResolveRequest)(nil),              // 54: leasegate.v1.ResolveRequest
+	(*ResolveResponse)(nil),             // 55: leasegate.v1.ResolveResponse
+	(*RevokeLeaseRequest)(nil),          // 56: leasegate.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),         // 57: leasegate.v1.RevokeLeaseResponse
+	(*LeaseInfo)(nil),                   // 58: leasegate.v1.LeaseInfo
+	(*LeaseTask)(nil),                   // 59: leasegate.v1.LeaseTask
+	(*ListLeasesRequest)(nil),           // 60: leasegate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),          // 61: leasegate.v1.ListLeasesResponse
+	(*ShowLeaseRequest)(nil),            // 62: leasegate.v1.ShowLeaseRequest
+	(*ShowLeaseResponse)(nil),           // 63: leasegate.v1.ShowLeaseResponse
+	(*ShowRealmRequest)(nil),            // 64: leasegate.v1.ShowRealmRequest
+	(*ShowRealmResponse)(nil),           // 65: leasegate.v1.ShowRealmResponse
+	(*Origin)(nil),                      // 66: leasegate.v1.Origin
+	(*RotateRealmRequest)(nil),          // 67: leasegate.v1.RotateRealmRequest
+	(*RotateRealmResponse)(nil),         // 68: leasegate.v1.RotateRealmResponse
+	(*durationpb.Duration)(nil),         // 69: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),       // 70: google.protobuf.Timestamp
 }
 var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	18, // 0: leasegate.v1.Refusal.holder:type_name -> leasegate.v1.Ownership
-	67, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
-	67, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
-	67, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
-	68, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
-	67, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
-	67, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	69, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
+	69, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
+	69, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
+	70, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
+	69, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
+	69, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
 	2,  // 7: leasegate.v1.OpenSessionResponse.session:type_name -> leasegate.v1.Session
 	3,  // 8: leasegate.v1.OpenSessionResponse.renewal:type_name -> leasegate.v1.Renewal
 	3,  // 9: leasegate.v1.RenewSessionResponse.renewal:type_name -> leasegate.v1.Renewal
@@ -4529,97 +4634,102 @@ var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	1,  // 17: leasegate.v1.CommitRequest.grant:type_name -> leasegate.v1.Grant
 	26, // 18: leasegate.v1.CommitResponse.receipt:type_name -> leasegate.v1.Receipt
 	29, // 19: leasegate.v1.GetStateResponse.state:type_name -> leasegate.v1.State
-	68, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
-	68, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
-	68, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	70, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
+	70, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
+	70, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
 	31, // 23: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
 	34, // 24: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
 	32, // 25: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
-	68, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	70, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
 	33, // 27: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
-	68, // 28: leasegate.v1.EffectRecord.authorized_at:type_name -> google.protobuf.Timestamp
+	70, // 28: leasegate.v1.EffectRecord.authorized_at:type_name -> google.protobuf.Timestamp
 	36, // 29: leasegate.v1.EffectRecord.answer:type_name -> leasegate.v1.Answer
 	33, // 30: leasegate.v1.Answer.evidence:type_name -> leasegate.v1.Evidence
-	68, // 31: leasegate.v1.Answer.at:type_name -> google.protobuf.Timestamp
+	70, // 31: leasegate.v1.Answer.at:type_name -> google.protobuf.Timestamp
 	33, // 32: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
-	68, // 33: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	70, // 33: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
 	1,  // 34: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
 	31, // 35: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
 	32, // 36: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
 	35, // 37: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
-	1,  // 38: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 39: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 40: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
-	37, // 41: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
-	35, // 42: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
-	1,  // 43: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 44: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
-	35, // 45: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 46: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
-	33, // 47: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
-	1,  // 48: leasegate.v1.ResolveRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 49: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
-	56, // 50: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
-	57, // 51: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
-	56, // 52: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
-	56, // 53: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
-	64, // 54: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
-	68, // 55: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
-	4,  // 56: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
-	6,  // 57: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
-	8,  // 58: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
-	10, // 59: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
-	12, // 60: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
-	14, // 61: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
-	16, // 62: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
-	19, // 63: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	21, // 64: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	23, // 65: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	25, // 66: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
-	28, // 67: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
-	38, // 68: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
-	40, // 69: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
-	42, // 70: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	44, // 71: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	46, // 72: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
-	48, // 73: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	50, // 74: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	52, // 75: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	54, // 76: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	58, // 77: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
-	60, // 78: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
-	62, // 79: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	65, // 80: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 81: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 82: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 83: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 84: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 85: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 86: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	17, // 87: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
-	20, // 88: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	22, // 89: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	24, // 90: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	27, // 91: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	30, // 92: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	39, // 93: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	41, // 94: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	43, // 95: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	45, // 96: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	47, // 97: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	49, // 98: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	51, // 99: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	53, // 100: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	55, // 101: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	59, // 102: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
-	61, // 103: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
-	63, // 104: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	66, // 105: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	81, // [81:106] is the sub-list for method output_type
-	56, // [56:81] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	1,  // 38: leasegate.v1.ObservePreconditionRequest.grant:type_name -> leasegate.v1.Grant
+	31, // 39: leasegate.v1.ObservePreconditionRequest.effect:type_name -> leasegate.v1.Effect
+	32, // 40: leasegate.v1.ObservePreconditionResponse.precondition:type_name -> leasegate.v1.Observation
+	1,  // 41: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 42: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 43: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
+	37, // 44: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
+	35, // 45: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
+	1,  // 46: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 47: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
+	35, // 48: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
+	35, // 49: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
+	33, // 50: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
+	1,  // 51: leasegate.v1.ResolveRequest.grant:type_name -> leasegate.v1.Grant
+	35, // 52: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
+	58, // 53: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
+	59, // 54: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
+	58, // 55: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
+	58, // 56: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
+	66, // 57: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
+	70, // 58: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
+	4,  // 59: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
+	6,  // 60: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
+	8,  // 61: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
+	10, // 62: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
+	12, // 63: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
+	14, // 64: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
+	16, // 65: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
+	19, // 66: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	21, // 67: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	23, // 68: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	25, // 69: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
+	28, // 70: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
+	38, // 71: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
+	40, // 72: leasegate.v1.WorkerService.ObservePrecondition:input_type -> leasegate.v1.ObservePreconditionRequest
+	42, // 73: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
+	44, // 74: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	46, // 75: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	48, // 76: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
+	50, // 77: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	52, // 78: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	54, // 79: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	56, // 80: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	60, // 81: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	62, // 82: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	64, // 83: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	67, // 84: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 85: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 86: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 87: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 88: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 89: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 90: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 91: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 92: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 93: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 94: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 95: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 96: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	39, // 97: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	41, // 98: leasegate.v1.WorkerService.ObservePrecondition:output_type -> leasegate.v1.ObservePreconditionResponse
+	43, // 99: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	45, // 100: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	47, // 101: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	49, // 102: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	51, // 103: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	53, // 104: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	55, // 105: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	57, // 106: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	61, // 107: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	63, // 108: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	65, // 109: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	68, // 110: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	85, // [85:111] is the sub-list for method output_type
+	59, // [59:85] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_leasegate_v1_leasegate_proto_init() }
@@ -4633,7 +4743,7 @@ func file_leasegate_v1_leasegate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leasegate_v1_leasegate_proto_rawDesc), len(file_leasegate_v1_leasegate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   67,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

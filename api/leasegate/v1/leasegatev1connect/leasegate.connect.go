@@ -82,6 +82,9 @@ const (
 	WorkerServiceGetStateProcedure = "/leasegate.v1.WorkerService/GetState"
 	// WorkerServiceProposeProcedure is the fully-qualified name of the WorkerService's Propose RPC.
 	WorkerServiceProposeProcedure = "/leasegate.v1.WorkerService/Propose"
+	// WorkerServiceObservePreconditionProcedure is the fully-qualified name of the WorkerService's
+	// ObservePrecondition RPC.
+	WorkerServiceObservePreconditionProcedure = "/leasegate.v1.WorkerService/ObservePrecondition"
 	// WorkerServiceDispatchProcedure is the fully-qualified name of the WorkerService's Dispatch RPC.
 	WorkerServiceDispatchProcedure = "/leasegate.v1.WorkerService/Dispatch"
 	// WorkerServiceGetRecordProcedure is the fully-qualified name of the WorkerService's GetRecord RPC.
@@ -151,6 +154,12 @@ type WorkerServiceClient interface {
 	GetState(context.Context, *v1.GetStateRequest) (*v1.GetStateResponse, error)
 	// Propose records an intended effect under one stable operation id.
 	Propose(context.Context, *v1.ProposeRequest) (*v1.ProposeResponse, error)
+	// ObservePrecondition reads the world an effect depends on, now, through
+	// the server's adapter for its kind (the provider's own authority, with
+	// the server's credentials): the observation to propose it against, as
+	// Dispatch will revalidate it. Only with a current grant of the caller's;
+	// it writes nothing.
+	ObservePrecondition(context.Context, *v1.ObservePreconditionRequest) (*v1.ObservePreconditionResponse, error)
 	// Dispatch sends an authorized effect to its provider. Once the dispatch
 	// is claimed the gateway owns it: the provider call and the recording of
 	// its answer finish even if the caller goes away.
@@ -253,6 +262,12 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(workerServiceMethods.ByName("Propose")),
 			connect.WithClientOptions(opts...),
 		),
+		observePrecondition: connect.NewClient[v1.ObservePreconditionRequest, v1.ObservePreconditionResponse](
+			httpClient,
+			baseURL+WorkerServiceObservePreconditionProcedure,
+			connect.WithSchema(workerServiceMethods.ByName("ObservePrecondition")),
+			connect.WithClientOptions(opts...),
+		),
 		dispatch: connect.NewClient[v1.DispatchRequest, v1.DispatchResponse](
 			httpClient,
 			baseURL+WorkerServiceDispatchProcedure,
@@ -282,23 +297,24 @@ func NewWorkerServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 
 // workerServiceClient implements WorkerServiceClient.
 type workerServiceClient struct {
-	openSession    *connect.Client[v1.OpenSessionRequest, v1.OpenSessionResponse]
-	renewSession   *connect.Client[v1.RenewSessionRequest, v1.RenewSessionResponse]
-	keepAlive      *connect.Client[v1.KeepAliveRequest, v1.KeepAliveResponse]
-	closeSession   *connect.Client[v1.CloseSessionRequest, v1.CloseSessionResponse]
-	claim          *connect.Client[v1.ClaimRequest, v1.ClaimResponse]
-	release        *connect.Client[v1.ReleaseRequest, v1.ReleaseResponse]
-	renewGrant     *connect.Client[v1.RenewGrantRequest, v1.RenewGrantResponse]
-	getOwnership   *connect.Client[v1.GetOwnershipRequest, v1.GetOwnershipResponse]
-	listTasks      *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
-	watchOwnership *connect.Client[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse]
-	commit         *connect.Client[v1.CommitRequest, v1.CommitResponse]
-	getState       *connect.Client[v1.GetStateRequest, v1.GetStateResponse]
-	propose        *connect.Client[v1.ProposeRequest, v1.ProposeResponse]
-	dispatch       *connect.Client[v1.DispatchRequest, v1.DispatchResponse]
-	getRecord      *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
-	listRecords    *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
-	reconcile      *connect.Client[v1.ReconcileRequest, v1.ReconcileResponse]
+	openSession         *connect.Client[v1.OpenSessionRequest, v1.OpenSessionResponse]
+	renewSession        *connect.Client[v1.RenewSessionRequest, v1.RenewSessionResponse]
+	keepAlive           *connect.Client[v1.KeepAliveRequest, v1.KeepAliveResponse]
+	closeSession        *connect.Client[v1.CloseSessionRequest, v1.CloseSessionResponse]
+	claim               *connect.Client[v1.ClaimRequest, v1.ClaimResponse]
+	release             *connect.Client[v1.ReleaseRequest, v1.ReleaseResponse]
+	renewGrant          *connect.Client[v1.RenewGrantRequest, v1.RenewGrantResponse]
+	getOwnership        *connect.Client[v1.GetOwnershipRequest, v1.GetOwnershipResponse]
+	listTasks           *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	watchOwnership      *connect.Client[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse]
+	commit              *connect.Client[v1.CommitRequest, v1.CommitResponse]
+	getState            *connect.Client[v1.GetStateRequest, v1.GetStateResponse]
+	propose             *connect.Client[v1.ProposeRequest, v1.ProposeResponse]
+	observePrecondition *connect.Client[v1.ObservePreconditionRequest, v1.ObservePreconditionResponse]
+	dispatch            *connect.Client[v1.DispatchRequest, v1.DispatchResponse]
+	getRecord           *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
+	listRecords         *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
+	reconcile           *connect.Client[v1.ReconcileRequest, v1.ReconcileResponse]
 }
 
 // OpenSession calls leasegate.v1.WorkerService.OpenSession.
@@ -410,6 +426,15 @@ func (c *workerServiceClient) Propose(ctx context.Context, req *v1.ProposeReques
 	return nil, err
 }
 
+// ObservePrecondition calls leasegate.v1.WorkerService.ObservePrecondition.
+func (c *workerServiceClient) ObservePrecondition(ctx context.Context, req *v1.ObservePreconditionRequest) (*v1.ObservePreconditionResponse, error) {
+	response, err := c.observePrecondition.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // Dispatch calls leasegate.v1.WorkerService.Dispatch.
 func (c *workerServiceClient) Dispatch(ctx context.Context, req *v1.DispatchRequest) (*v1.DispatchResponse, error) {
 	response, err := c.dispatch.CallUnary(ctx, connect.NewRequest(req))
@@ -482,6 +507,12 @@ type WorkerServiceHandler interface {
 	GetState(context.Context, *v1.GetStateRequest) (*v1.GetStateResponse, error)
 	// Propose records an intended effect under one stable operation id.
 	Propose(context.Context, *v1.ProposeRequest) (*v1.ProposeResponse, error)
+	// ObservePrecondition reads the world an effect depends on, now, through
+	// the server's adapter for its kind (the provider's own authority, with
+	// the server's credentials): the observation to propose it against, as
+	// Dispatch will revalidate it. Only with a current grant of the caller's;
+	// it writes nothing.
+	ObservePrecondition(context.Context, *v1.ObservePreconditionRequest) (*v1.ObservePreconditionResponse, error)
 	// Dispatch sends an authorized effect to its provider. Once the dispatch
 	// is claimed the gateway owns it: the provider call and the recording of
 	// its answer finish even if the caller goes away.
@@ -580,6 +611,12 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(workerServiceMethods.ByName("Propose")),
 		connect.WithHandlerOptions(opts...),
 	)
+	workerServiceObservePreconditionHandler := connect.NewUnaryHandlerSimple(
+		WorkerServiceObservePreconditionProcedure,
+		svc.ObservePrecondition,
+		connect.WithSchema(workerServiceMethods.ByName("ObservePrecondition")),
+		connect.WithHandlerOptions(opts...),
+	)
 	workerServiceDispatchHandler := connect.NewUnaryHandlerSimple(
 		WorkerServiceDispatchProcedure,
 		svc.Dispatch,
@@ -632,6 +669,8 @@ func NewWorkerServiceHandler(svc WorkerServiceHandler, opts ...connect.HandlerOp
 			workerServiceGetStateHandler.ServeHTTP(w, r)
 		case WorkerServiceProposeProcedure:
 			workerServiceProposeHandler.ServeHTTP(w, r)
+		case WorkerServiceObservePreconditionProcedure:
+			workerServiceObservePreconditionHandler.ServeHTTP(w, r)
 		case WorkerServiceDispatchProcedure:
 			workerServiceDispatchHandler.ServeHTTP(w, r)
 		case WorkerServiceGetRecordProcedure:
@@ -699,6 +738,10 @@ func (UnimplementedWorkerServiceHandler) GetState(context.Context, *v1.GetStateR
 
 func (UnimplementedWorkerServiceHandler) Propose(context.Context, *v1.ProposeRequest) (*v1.ProposeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.Propose is not implemented"))
+}
+
+func (UnimplementedWorkerServiceHandler) ObservePrecondition(context.Context, *v1.ObservePreconditionRequest) (*v1.ObservePreconditionResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.WorkerService.ObservePrecondition is not implemented"))
 }
 
 func (UnimplementedWorkerServiceHandler) Dispatch(context.Context, *v1.DispatchRequest) (*v1.DispatchResponse, error) {
