@@ -19,7 +19,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
-	"github.com/leasegate/leasegate/adapters/httpidem"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -39,7 +38,7 @@ const asWorker = "LEASEGATE_CLI_TEST_AS_WORKER"
 var workerEnv = []string{"LEASEGATE_WORKER_GATEWAY", "LEASEGATE_WORKER_CA", "LEASEGATE_WORKER_CERT", "LEASEGATE_WORKER_KEY"}
 
 type workerCommand struct {
-	Do           string             `json:"do"` // claim, propose, dispatch
+	Do           string             `json:"do"` // claim, observe, propose, dispatch
 	Tenant       string             `json:"tenant,omitempty"`
 	Task         string             `json:"task,omitempty"`
 	Operation    string             `json:"operation,omitempty"`
@@ -48,9 +47,10 @@ type workerCommand struct {
 }
 
 type workerAnswer struct {
-	Grant  coordinator.Grant `json:"grant,omitzero"`
-	Record ledger.Record     `json:"record,omitzero"`
-	Error  string            `json:"error,omitempty"`
+	Grant        coordinator.Grant  `json:"grant,omitzero"`
+	Precondition ledger.Observation `json:"precondition,omitzero"`
+	Record       ledger.Record      `json:"record,omitzero"`
+	Error        string             `json:"error,omitempty"`
 }
 
 // workerMain is the worker process: it opens a session (kept alive) on the
@@ -85,6 +85,8 @@ func workerMain() int {
 			case "claim":
 				g, err = s.Claim(ctx, c.Tenant, c.Task)
 				a.Grant = g
+			case "observe":
+				a.Precondition, err = gw.ObservePrecondition(ctx, g, c.Effect)
 			case "propose":
 				a.Record, err = gw.Propose(ctx, g, c.Operation, c.Effect, c.Precondition)
 			case "dispatch":
@@ -201,7 +203,9 @@ func gatewayProcess(t *testing.T, path string) string {
 // the PostgreSQL password, the TSIG secret and the origin service's token
 // (its config names the files);
 // a worker process that holds neither — its whole configuration is the
-// gateway's address and its own certificate — claims, proposes a
+// gateway's address and its own certificate — claims, reads each effect's
+// precondition through the gateway (ObservePrecondition: the gateway's
+// adapters, with the gateway's credentials), proposes a
 // promotion of the standby, the traffic record's move and the origin
 // service's change (Idempotency-Key), an approver
 // identity authorizes each, the worker dispatches, and the real servers
@@ -278,21 +282,6 @@ func TestServeConfigRealProviders(t *testing.T) {
 		t.Fatalf("claimed as %q, want the worker's certificate identity", g.Owner)
 	}
 
-	// What the worker proposes against is the world as telemetry saw it:
-	// here the test, which reads the providers with its own access (the
-	// gateway offers no read of a provider's world to workers).
-	telemetryPG, err := pgpromote.New([]pgpromote.Node{{Name: "db-a", ConnString: pair.Primary.ConnString()}, {Name: "db-b", ConnString: pair.Standby.ConnString()}}, pair.PasswordFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	telemetryDNS, err := dnsupdate.New(named.Addr, named.Zone, named.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	telemetryHTTP, err := httpidem.New(origins.URL+"/v1/records", httpidem.WithKind("cdn.origin"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	approver, err := client.TLSConfig(certs.CA, certs.Clients["commander"].Cert, certs.Clients["commander"].Key)
 	if err != nil {
 		t.Fatal(err)
@@ -302,8 +291,15 @@ func TestServeConfigRealProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer commander.Close()
-	settle := func(operation string, eff ledger.Effect, seen ledger.Observation) ledger.Record {
+	// The worker reads the world it proposes against through the gateway,
+	// with no provider access of its own (nor does the test need any: the
+	// effects are plain values), and the dispatch's revalidation agrees.
+	settle := func(operation string, eff ledger.Effect) ledger.Record {
 		t.Helper()
+		seen := w.do(workerCommand{Do: "observe", Effect: eff}).Precondition
+		if seen.Digest == "" || seen.At.IsZero() {
+			t.Fatalf("%s: observed %+v, want the provider's world", operation, seen)
+		}
 		rec := w.do(workerCommand{Do: "propose", Operation: operation, Effect: eff, Precondition: seen}).Record
 		if _, err := commander.Authorize(ctx, "northstar", "failover", operation,
 			ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Note: "incident commander"}); err != nil {
@@ -317,11 +313,7 @@ func TestServeConfigRealProviders(t *testing.T) {
 	}
 
 	promote := ledger.Effect{Kind: pgpromote.Kind, Target: "db-b", Params: json.RawMessage(`{"max_loss":"5s","target":"db-b"}`), Policy: "failover-v3"}
-	seen, err := telemetryPG.Precondition(ctx, promote)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settle("promote-db-b", promote, seen)
+	settle("promote-db-b", promote)
 	if rec, err := pair.Standby.InRecovery(ctx); err != nil || rec {
 		t.Fatalf("db-b in recovery: %v, %v; want promoted", rec, err)
 	}
@@ -329,27 +321,16 @@ func TestServeConfigRealProviders(t *testing.T) {
 		t.Fatalf("db-b's log shows pg_promote %q, want once from the gateway under the operation id", sent)
 	}
 
-	traffic, err := telemetryDNS.Effect("checkout."+named.Zone, "A", "10.0.0.2", 60, "failover-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seen, err = telemetryDNS.Precondition(ctx, traffic); err != nil {
-		t.Fatal(err)
-	}
-	settle("traffic-to-db-b", traffic, seen)
+	trafficParams, _ := json.Marshal(dnsupdate.Params{Type: "A", Value: "10.0.0.2", TTL: 60})
+	traffic := ledger.Effect{Kind: dnsupdate.Kind, Target: dns.CanonicalName("checkout." + named.Zone), Params: trafficParams, Policy: "failover-v3"}
+	settle("traffic-to-db-b", traffic)
 	r, err := named.Query(ctx, "checkout."+named.Zone, dns.TypeA)
 	if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "10.0.0.2" {
 		t.Fatalf("named answers %v, %v; want checkout at 10.0.0.2", r, err)
 	}
 
-	origin, err := telemetryHTTP.Effect("checkout", map[string]string{"value": "db-b"}, "failover-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seen, err = telemetryHTTP.Precondition(ctx, origin); err != nil {
-		t.Fatal(err)
-	}
-	settle("origin-to-db-b", origin, seen)
+	origin := ledger.Effect{Kind: "cdn.origin", Target: "checkout", Params: json.RawMessage(`{"value":"db-b"}`), Policy: "failover-v3"}
+	settle("origin-to-db-b", origin)
 	if v, n := origins.Value("checkout"), origins.Applied("origin-to-db-b"); v != "db-b" || n != 1 {
 		t.Fatalf("the origin service shows %q, applied %d times; want db-b once, under the operation id as its key", v, n)
 	}
