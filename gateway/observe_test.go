@@ -3,10 +3,14 @@ package gateway_test
 import (
 	"encoding/json"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasegate/leasegate/adapters/httpidem"
+	"google.golang.org/protobuf/encoding/protojson"
+
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
@@ -39,6 +43,28 @@ func TestObservePreconditionIsWhatDispatchRevalidates(t *testing.T) {
 	}
 	if calls := w.provider.Calls(); len(calls) != 0 {
 		t.Fatalf("the provider received %v from an observation, want nothing", calls)
+	}
+	// The same call as docs/gateway.md's curl line sends it (JSON).
+	grant, err := protojson.Marshal(wire.GrantToProto(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"grant":` + string(grant) + `,"effect":{"kind":"db.promote","target":"db-2","paramsJson":"{\"target\":\"db-2\"}","policy":"v1"}}`
+	resp, err := w.httpClient("worker-a").Post(r.ts.URL+"/leasegate.v1.WorkerService/ObservePrecondition", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Precondition struct {
+			Digest     string `json:"digest"`
+			ObservedAt string `json:"observedAt"`
+			DetailJSON string `json:"detailJson"`
+		} `json:"precondition"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || got.Precondition.Digest != seen.Digest || got.Precondition.ObservedAt == "" || got.Precondition.DetailJSON != `{"writer":"db-1"}` {
+		t.Fatalf("JSON call: %d %+v (%v); want the digest %s with its time and detail", resp.StatusCode, got, err, seen.Digest)
 	}
 	rec, err := wa.Propose(ctx, g, "promote-1", eff, seen)
 	if err != nil {
