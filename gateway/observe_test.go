@@ -146,3 +146,19 @@ func TestObservePreconditionRefusals(t *testing.T) {
 		t.Fatalf("the provider received %v, want nothing", calls)
 	}
 }
+
+// With etcd unreachable the grant cannot be checked: a hold, never a
+// refusal, and no provider is read.
+func TestObservePreconditionWithEtcdUnreachableIsAHold(t *testing.T) {
+	w := newWorld(t)
+	r := w.replica(gateway.WithCallTimeout(2 * time.Second))
+	wa := w.client(r, "worker-a")
+	g := claim(t, w.session(wa, 10*time.Second), tenant, "task-1")
+	if err := w.cl.Member(0).Halt(); err != nil {
+		t.Fatal(err)
+	}
+	lgtest.WaitDisconnected(t, r.etcd)
+	_, err := wa.ObservePrecondition(lgtest.Ctx(t), g,
+		ledger.Effect{Kind: devprovider.KindPromote, Target: "db-2", Params: json.RawMessage(`{"target":"db-2"}`), Policy: "v1"})
+	lgtest.Want(t, err, coordinator.AuthorityUnavailable)
+}
