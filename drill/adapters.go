@@ -297,15 +297,3 @@ func (wk *worker) evidence(ids []string, what string) ledger.Evidence {
 	d, _ := json.Marshal(map[string]string{"provider": what})
 	return ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(wk.w.s.now)}
 }
-
-func dedupe(ids []string) []string {
-	seen := map[string]bool{}
-	out := ids[:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
-}

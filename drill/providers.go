@@ -35,10 +35,6 @@ const dnsRetention = 24 * time.Hour
 // no trace in the topology, was never accepted.
 const auditBound = 5 * time.Minute
 
-// auditRetention is how long the audit trail keeps events (CloudTrail's
-// event history: 90 days).
-const auditRetention = 90 * 24 * time.Hour
-
 var (
 	// errProviderRefused is a provider's definite no: nothing applied.
 	errProviderRefused = errors.New("drill: provider refused")
