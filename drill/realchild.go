@@ -97,6 +97,7 @@ const (
 	opWatch         = "watch"           // credit what changed to no one
 	opStopStandby   = "stop-standby"    // the standby-stopped fault
 	opPause         = "pause"           // S window, S2 where: the drill SIGSTOPs the process now
+	opDone          = "done"            // the worker is done (before its session ends)
 	linkMaxLineSize = 1 << 20
 )
 
@@ -148,6 +149,7 @@ func workerMain(specJSON string) int {
 	defer w.run.coord.Client().Close()
 	wk := w.newWorker(sp.Name, sp.First)
 	wk.run()
+	link.call(linkMsg{Op: opDone})
 	wk.endSession()
 	return 0
 }

@@ -72,6 +72,9 @@ func (wk *realWorker) runProc() {
 		}
 	}
 	in.Close()
+	w.mu.Lock()
+	w.exited[wk.name] = true
+	w.mu.Unlock()
 	if locked {
 		w.provMu.Unlock()
 	}
@@ -103,7 +106,13 @@ func (wk *realWorker) serve(m linkMsg, locked *bool) linkMsg {
 	case opHeld:
 		a.B = w.isHeld()
 	case opSetHeld:
-		w.setHeld(m.B)
+		w.mu.Lock()
+		w.held, w.holder = m.B, wk.name
+		w.mu.Unlock()
+	case opDone:
+		w.mu.Lock()
+		w.exited[wk.name] = true
+		w.mu.Unlock()
 	case opSync:
 		w.syncJournal()
 	case opClaimed:
@@ -198,7 +207,7 @@ func (wk *realWorker) pause(win window, what string) {
 			lease, wk.pid, state, state2, realLeaseTTL)})
 		wk.sleep(w.plan.wakeAfter)
 	} else {
-		wk.note("the pause did not cost the lease (%s; pid %d state %c, then %c)", lease, wk.pid, state, state2)
+		wk.note("no other worker claimed the task while pid %d was stopped (%s; state %c, then %c)", wk.pid, lease, state, state2)
 	}
 	wk.note("SIGCONT pid %d: it goes on where it was (%s)", wk.pid, win)
 }

@@ -115,7 +115,9 @@ type realWorld struct {
 	mu         sync.Mutex // guards what follows, and the trajectory
 	traj       *Trajectory
 	journalRev int64
-	held       bool // a worker holds for the commander
+	held       bool            // a worker holds for the commander
+	holder     string          // the worker that held
+	exited     map[string]bool // workers done (their process said so, or ended)
 	errs       []error
 	history    naiveHistory
 	fired      map[string]bool // faults that fired (each once)
@@ -171,7 +173,7 @@ func (r *runner) runRealTrial(ctx context.Context, design Design, trial int) (*T
 	defer cancel()
 	w := &realWorld{ctx: ctx, run: r, prov: p, design: design, trial: trial, task: fmt.Sprintf("incident-%d", trial),
 		plan: newRealPlan(trialRNG(r.cfg.Seed, trial)), start: time.Now(), traj: traj,
-		fired: map[string]bool{}, claims: map[string]chan struct{}{}, promotes: map[string]int{}, writer: realOriginal, record: realOriginal}
+		fired: map[string]bool{}, exited: map[string]bool{}, claims: map[string]chan struct{}{}, promotes: map[string]int{}, writer: realOriginal, record: realOriginal}
 	if fi, err := os.Stat(p.pair.Standby.Log); err == nil {
 		w.logAt = fi.Size() // earlier trials' statements are not this one's
 	}
@@ -267,23 +269,22 @@ func (w *realWorld) claimed(name string) chan struct{} {
 	return c
 }
 
+// isHeld reports whether there is nothing left to claim the task for: a
+// worker ended in a hold for the commander (it held and its process is
+// done — a hold the commander may still resume from is not the end), or
+// the trial failed. The drill answers it.
 func (w *realWorld) isHeld() bool {
 	if w.remote != nil {
 		return w.remote.call(linkMsg{Op: opHeld}).B
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.held || len(w.errs) > 0
+	return (w.held && w.exited[w.holder]) || len(w.errs) > 0
 }
 
+// setHeld holds (or resumes) the task for the commander.
 func (w *realWorld) setHeld(h bool) {
-	if w.remote != nil {
-		w.remote.call(linkMsg{Op: opSetHeld, B: h})
-		return
-	}
-	w.mu.Lock()
-	w.held = h
-	w.mu.Unlock()
+	w.remote.call(linkMsg{Op: opSetHeld, B: h})
 }
 
 // syncJournal appends the ledger journal's new transitions of the task to
@@ -606,6 +607,9 @@ func (wk *realWorker) run() {
 func (wk *realWorker) acquire() error {
 	w := wk.w
 	for {
+		if w.isHeld() {
+			return fmt.Errorf("%w: nothing to claim the task for", errStop)
+		}
 		if err := wk.openSession(); err != nil {
 			return err
 		}
@@ -615,6 +619,10 @@ func (wk *realWorker) acquire() error {
 			wk.grant = g
 			wk.record(Event{Kind: KindClaim, Detail: "granted " + wk.name})
 			w.remote.call(linkMsg{Op: opClaimed, N: g.Epoch, N2: g.Lease})
+			if w.isHeld() { // the holder ended in its hold as this claim went in
+				wk.release()
+				return fmt.Errorf("%w: the task is held for the commander", errStop)
+			}
 			if w.design == Naive {
 				w.historyTimeout(otherWorker(wk.name))
 			}
