@@ -106,21 +106,11 @@ func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error)
 	if tlsConfig == nil {
 		return nil, coordinator.Invalid("client", "a TLS configuration is required: the gateway knows its callers by their certificates")
 	}
-	h2 := newTransport(tlsConfig, true)
-	hc := &http.Client{Transport: h2}
-	if !o.grpc {
-		hc.Transport = splitTransport{h1: newTransport(tlsConfig, false), h2: h2}
+	hc := HTTPClient(tlsConfig)
+	if o.grpc { // the gRPC protocol needs HTTP/2 for every call
+		hc = &http.Client{Transport: newTransport(tlsConfig, true)}
 	}
-	var copts []connect.ClientOption
-	if o.grpc {
-		copts = append(copts, connect.WithGRPC())
-	}
-	return &Client{
-		workers:   leasegatev1connect.NewWorkerServiceClient(hc, baseURL, copts...),
-		approvers: leasegatev1connect.NewApproverServiceClient(hc, baseURL, copts...),
-		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
-		http:      hc,
-	}, nil
+	return NewWithHTTPClient(baseURL, hc, opts...)
 }
 
 // maxIdleConnsPerHost is how many idle connections to the gateway a client
