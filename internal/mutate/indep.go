@@ -106,6 +106,10 @@ var indepMutations = []Mutation{
 		"if err := g.Validate(); err != nil {\n\t\treturn Invalid(op, \"%v\", err)", "if err := g.Validate(); err != nil && false {\n\t\treturn Invalid(op, \"%v\", err)"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
 		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})"),
+	ind("checkguard/fence-older-unnamed", fenceGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
+		"\tcase fence.ModRevision < g.Epoch:\n\t\treturn refuse(StaleOwner, \"the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant \"+\n\t\t\t\"(restored from a snapshot taken before it, or another cluster)\", fence.ModRevision, g.Epoch)\n", ""),
+	ind("checkguard/fence-lease-unchecked", fenceGo, "CheckGuard does not compare the fence record's lease with the grant's: an impostor of a released grant's epoch reads as expired",
+		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Owner != g.Owner {`),
 
 	// ---- coordinator/grant.go
 	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
@@ -116,6 +120,8 @@ var indepMutations = []Mutation{
 		`if g.Realm == "" {`, `if false {`),
 	ind("grant/unknown-json-fields", grantGo, "a grant's JSON with a misspelt field reads as a zero value",
 		`dec.DisallowUnknownFields()`, ``),
+	ind("grant/owner-label-unchecked", grantGo, "a grant whose owner is not a valid label passes Validate (and is sent to etcd)",
+		"\tif err := CheckLabel(\"owner\", g.Owner); err != nil {\n\t\treturn err\n\t}\n", ""),
 	ind("renew/not-checked", renewGo, "Renew keeps a stale grant's lease alive without checking the grant",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
 	ind("renew/not-mutating", renewGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
