@@ -143,6 +143,13 @@ var indepMutations = []Mutation{
 		`request{op: "renew", mutating: true}`, `request{op: "renew", mutating: false}`),
 	ind("attach/fresh-deadline", attachGo, "Attach grants a fresh TTL from now instead of the renewal's deadline",
 		"\t\tdeadline: deadline,", "\t\tdeadline: time.Now().Add(ttl),"),
+	// (mutA's round, from the source only: the first two survived every
+	// package's tests; attach_zero_lease_is_invalid_test.go and
+	// detach_leaves_metrics_test.go kill them)
+	ind("attach/zero-lease", attachGo, "Attach accepts lease 0 (etcd's NoLease): the worker's owner keys would be put with no lease and never expire",
+		"if lease <= 0 {\n\t\treturn nil, Invalid(\"session\"", "if lease < 0 {\n\t\treturn nil, Invalid(\"session\""),
+	ind("attach/detach-stays-counted", attachGo, "Detach leaves the session in leasegate_sessions and the renewal age, for a lease this process no longer watches",
+		"\ts.c.metrics.sessionEnded(s, \"\")\n", ""),
 
 	// ---- coordinator/session.go
 	ind("session/margin-min", sessionGo, "the default margin is the smaller of TTL/10 and the minimum",
@@ -178,6 +185,12 @@ var indepMutations = []Mutation{
 		`deadline.Reset(time.Until(d))`, ``),
 	ind("session/failed-renewal-retried-late", keepAliveGo, "a failed renewal attempt is not retried on the other members, only after a pause on the balancer",
 		`if r = s.fanOut(ctx, r.member, &failures); done(r) {`, `if false {`),
+	ind("session/fanout-only-the-failed", keepAliveGo, "the fan-out retries only the member that just failed, not every other one",
+		`endpointHost(ep) != failed {`, `endpointHost(ep) == failed {`),
+	ind("session/member-client-all-endpoints", keepAliveGo, "a member's own client (WithClientConfig) keeps every configured endpoint, so its balancer may pick the hung member again",
+		"\tcfg.Endpoints = []string{ep}\n", ""),
+	ind("session/zero-ttl-renewed", keepAliveGo, "a keepalive answered with TTL 0 (lease unknown) counts as a renewal, not lease lost",
+		`if resp.TTL <= 0 { // etcd's answer`, `if resp.TTL < 0 { // etcd's answer`),
 	ind("session/close-expired-error", sessionGo, "closing a session whose lease already expired is an error",
 		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`),
 	ind("revoke/zero-lease", leasesGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
