@@ -133,6 +133,10 @@ var indepMutations = []Mutation{
 		`return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `_ = c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
+	ind("holder/epoch-create-revision", holderGo, "the holder's epoch is read from the owner key's CreateRevision, not its ModRevision",
+		`return string(owner.Value), owner.ModRevision, owner.Lease`, `return string(owner.Value), owner.CreateRevision, owner.Lease`),
+	ind("holder/ttl-zero", holderGo, "a holder whose TTL is unknown reads as 0 seconds left, not -1",
+		`o := &Ownership{Tenant: tenant, Task: task, TTLLeft: -1}`, `o := &Ownership{Tenant: tenant, Task: task, TTLLeft: 0}`),
 
 	// ---- coordinator/attach.go (the gateway's renewals and sessions; planted
 	// after the change, by a reader of the source only: all three survived
@@ -256,6 +260,13 @@ var indepMutations = []Mutation{
 		`if s, ok := sentinels[e.Disposition]; ok {`, `if s, ok := sentinels[e.Disposition]; ok && false {`),
 	ind("disposition/sentinel-swapped", dispGo, "stale_owner unwraps to ErrExpiredOwner",
 		`StaleOwner:           ErrStaleOwner,`, `StaleOwner:           ErrExpiredOwner,`),
+	ind("disposition/no-space-sentinel-unavailable", dispGo, "no_space unwraps to ErrAuthorityUnavailable, not ErrNoSpace",
+		`NoSpace:              ErrNoSpace,`, `NoSpace:              ErrAuthorityUnavailable,`),
+	ind("disposition/unwrap-drops-cause", dispGo, "an *Error with a sentinel no longer unwraps to its cause",
+		"\t\terrs = append(errs, s)\n\t}\n\tif e.Err != nil {", "\t\treturn append(errs, s)\n\t}\n\tif e.Err != nil {"),
+	indN("disposition/outcome-unknown-hold", dispGo, "outcome_unknown is classed as a hold (ClassUnavailable), as though nothing was written",
+		Edit{"\tcase AuthorityUnavailable, NoSpace:\n", "\tcase AuthorityUnavailable, NoSpace, OutcomeUnknown:\n"},
+		Edit{"\tcase OutcomeUnknown:\n\t\treturn ClassOutcomeUnknown\n", ""}),
 
 	// ---- coordinator/transport.go
 	indN("classify/read-before-auth", transportGo, "a failed read is a hold before auth or NOSPACE are looked at: permission_denied on a read reads as unavailable",
