@@ -79,6 +79,10 @@ var indepMutations = []Mutation{
 		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case got == nil:`),
 	ind("acquire/session-end-ignored", claimGo, "Acquire keeps waiting after its session ended",
 		`case <-s.Done():`, `case <-make(chan struct{}):`),
+	ind("acquire/reclaim-in-window-missed", claimGo, "Acquire's re-read after its watch starts only counts a deletion: a key deleted and claimed again in the window keeps it waiting",
+		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case len(got.Kvs) == 0:`),
+	ind("claim/stale-key-by-create-revision", claimGo, "the claim compares the owner key's create revision with the realm's: a key of the old realm overwritten by a claim stays claimable (two holders)",
+		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.CreateRevision(owner), "<", realmRev),`),
 
 	// ---- coordinator/fence.go
 	ind("guard/drop-realm", fenceGo, "Guard without Value(realm) == g.Realm",
@@ -203,6 +207,10 @@ var indepMutations = []Mutation{
 	// ---- coordinator/grants.go (Session.Grants) and release.go (ReleaseTask)
 	ind("grants/old-realm-listed", grantsGo, "Session.Grants lists owner keys older than the realm",
 		`string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {`, `string(kv.Value) != s.owner {`),
+	ind("grants/any-lease", grantsGo, "Session.Grants lists owner keys of the same label on another lease",
+		`if kv.Lease != int64(s.lease) || string(kv.Value) != s.owner`, `if string(kv.Value) != s.owner`),
+	ind("grants/epoch-is-create-revision", grantsGo, "Session.Grants reports an owner key's create revision as the epoch: wrong for a claim over a stale key of the old realm",
+		`Epoch: kv.ModRevision, Lease: int64(s.lease)})`, `Epoch: kv.CreateRevision, Lease: int64(s.lease)})`),
 	ind("releasetask/any-lease", releaseGo, "ReleaseTask deletes an owner key of the same label on another lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``),
 	ind("releasetask/any-owner", releaseGo, "ReleaseTask deletes an owner key of another label on the same lease",
