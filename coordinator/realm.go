@@ -112,14 +112,16 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	}
 	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
 	k := c.keys
-	core.Lend(&c.lent, core.Plumbing[Grant]{Guard: c.Guard, Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
+	core.Lend(&c.lent, core.Plumbing[Grant, *Session]{Guard: c.Guard, Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
 		DescribeHolder: c.describeHolder,
 		Outcome:        func(operation, d string) { c.metrics.count(operation, Disposition(d)) },
 		Keys: core.Keys{
 			Effect: k.effect, EffectPrefix: k.effectPrefix, ParseEffect: k.parseEffect,
 			JournalEntry: k.journalEntry, JournalOperationPrefix: k.journalOperationPrefix, JournalPrefix: k.journalPrefix,
 			RetentionClock: k.retentionClock, RetentionMark: k.retentionMark, RetentionMarks: k.retentionMarks,
-		}})
+		},
+		Logger: c.lg, Attach: c.attach, Detach: (*Session).detach, RenewLease: c.renewLease,
+	})
 	if o.registerer != nil {
 		m, err := newMetrics(o.registerer)
 		if err != nil {
@@ -216,9 +218,6 @@ func (c *Coordinator) Keys() Keyspace { return c.keys }
 // Client is the etcd client the coordinator uses.
 func (c *Coordinator) Client() *clientv3.Client { return c.client }
 
-// Logger is the coordinator's logger, for packages built on it.
-func (c *Coordinator) Logger() *zap.Logger { return c.lg }
-
 // CurrentRealm reads the realm stored in etcd now.
 func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 	var resp *clientv3.GetResponse
@@ -269,4 +268,4 @@ func (c *Coordinator) adoptRealm(r string, rev int64) {
 
 // lent is embedded in Coordinator under this unexported name, so that its
 // fields and method stay out of the public API.
-type lent = core.Lent[Grant]
+type lent = core.Lent[Grant, *Session]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -27,7 +28,7 @@ func TestRenewLeaseCountsFromTheSend(t *testing.T) {
 	s := lgtest.Session(t, c, "worker", 10*time.Second, coordinator.WithoutKeepAlive())
 	const delay = 150 * time.Millisecond
 	cp.Delay(delay) // both ways: a round trip takes at least 2*delay
-	ttl, sent, err := c.RenewLease(lgtest.Ctx(t), s.Lease())
+	ttl, sent, err := core.RenewLease(c, lgtest.Ctx(t), s.Lease())
 	answered := time.Now()
 	cp.Heal()
 	if err != nil || ttl <= 0 {
@@ -54,7 +55,7 @@ func TestRenewLeaseWithItsAnswerLostIsOutcomeUnknown(t *testing.T) {
 	lost.armed.Store(true)
 	short, cancel := context.WithTimeout(lgtest.Ctx(t), 2*time.Second)
 	defer cancel()
-	_, _, err = c.RenewLease(short, s.Lease())
+	_, _, err = core.RenewLease(c, short, s.Lease())
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 }
 
@@ -66,7 +67,7 @@ func TestAttachKeepsTheGivenDeadline(t *testing.T) {
 	c := lgtest.CoordinatorOf(t, cl.Client(t))
 	s := lgtest.Session(t, c, "worker", 10*time.Second, coordinator.WithoutKeepAlive())
 	d := time.Now().Add(2 * time.Second)
-	a, err := c.Attach("worker", s.Lease(), 10*time.Second, d)
+	a, err := core.Attach(c, "worker", s.Lease(), 10*time.Second, d)
 	if err != nil {
 		t.Fatal(err)
 	}

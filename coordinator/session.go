@@ -39,7 +39,7 @@ type Session struct {
 	cancel context.CancelCauseFunc
 	donec  chan struct{} // closed when the keepalive goroutine (if any) returned
 
-	renews bool // renewed by its own goroutine (not WithoutKeepAlive, not Attach)
+	renews bool // renewed by its own goroutine (not WithoutKeepAlive, not attach)
 
 	mu       sync.Mutex
 	deadline time.Time

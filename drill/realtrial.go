@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -659,7 +660,7 @@ func (wk *realWorker) openSession() error {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(wk.w.ctx), realLeaseTTL/2)
-			_, _, _ = wk.w.run.coord.RenewLease(ctx, lease)
+			_, _, _ = core.RenewLease(wk.w.run.coord, ctx, lease)
 			cancel()
 		}
 	}(wk.hbStop, wk.hbDone, s.Lease())

@@ -144,7 +144,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 // Else reads in DESIGN.md's order — the guard's refusals, then
 // historical_retry or operation_conflict, then version_conflict.
 func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, receipt Receipt, digest string, resp *clientv3.TxnResponse) (Receipt, error) {
-	lg := c.Logger()
+	lg := core.Logger(c)
 	// Log fields are built only when the level is on: the commit path
 	// allocates nothing for a logger that would drop them.
 	log := func(msg string, extra zap.Field) {

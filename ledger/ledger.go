@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Ledger keeps the records of external effects of the tasks of one
@@ -88,7 +89,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 		l.adapters[a.Kind()] = a
 	}
 	if o.logger == nil {
-		o.logger = c.Logger()
+		o.logger = core.Logger(c)
 	}
 	l.lg = o.logger.Named("ledger")
 	if o.registerer != nil {

@@ -138,7 +138,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Collector, error) {
 	if c == nil {
 		return nil, coordinator.Invalid("gc", "nil coordinator")
 	}
-	o := options{window: DefaultWindow, now: time.Now, lg: c.Logger()}
+	o := options{window: DefaultWindow, now: time.Now, lg: core.Logger(c)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, coordinator.Invalid("gc", "%v", err)

@@ -1,7 +1,7 @@
 package core
 
 // ClearGuards empties c's guard cache, as its bound does.
-func ClearGuards[G comparable](c lender[G]) {
+func ClearGuards[G comparable, S any](c lender[G, S]) {
 	l := c.lent()
 	l.mu.Lock()
 	l.guards = nil

@@ -22,7 +22,7 @@ type guarded struct {
 
 // Guarded is g's Guard compares and GuardReads reads on c, each a fresh
 // slice with room for extra more (the caller's own compares and reads).
-func Guarded[G comparable](c lender[G], g G, extra int) ([]clientv3.Cmp, []clientv3.Op) {
+func Guarded[G comparable, S any](c lender[G, S], g G, extra int) ([]clientv3.Cmp, []clientv3.Op) {
 	l := c.lent()
 	l.mu.Lock()
 	e, ok := l.guards[g]
