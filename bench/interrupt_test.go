@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/bench"
+	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -68,8 +70,10 @@ func TestTakeoverProgressAndInterrupt(t *testing.T) {
 	t.Parallel()
 	l, ctx := newProgressLog(t, `^$`, 1) // stopped by the logger below
 	waits := 0
-	lg := zap.New(hookCore(func(e zapcore.Entry) {
-		if strings.Contains(e.Message, "busy; waiting") {
+	lg := zap.New(hookCore(func(_ zapcore.Entry, fs []zapcore.Field) {
+		if slices.ContainsFunc(fs, func(f zapcore.Field) bool { // Acquire waiting on a busy task
+			return f.Key == "disposition" && f.String == string(coordinator.Busy)
+		}) {
 			if waits++; waits == 2 {
 				l.cancel(errStop)
 			}
@@ -100,16 +104,17 @@ func TestTakeoverProgressAndInterrupt(t *testing.T) {
 	}
 }
 
-// hookCore is a zap core that calls f on every entry, at every level.
-type hookCore func(zapcore.Entry)
+// hookCore is a zap core that calls f on every entry, at every level, with
+// the entry's own fields.
+type hookCore func(zapcore.Entry, []zapcore.Field)
 
 func (f hookCore) Enabled(zapcore.Level) bool        { return true }
 func (f hookCore) With([]zapcore.Field) zapcore.Core { return f }
 func (f hookCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	return ce.AddCore(e, f)
 }
-func (f hookCore) Write(e zapcore.Entry, _ []zapcore.Field) error { f(e); return nil }
-func (f hookCore) Sync() error                                    { return nil }
+func (f hookCore) Write(e zapcore.Entry, fs []zapcore.Field) error { f(e, fs); return nil }
+func (f hookCore) Sync() error                                     { return nil }
 
 // TestRunProgressAndInterrupt: a line per cell; cancelled after the
 // second, the report holds the two cells measured and their ratio.

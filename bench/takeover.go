@@ -184,9 +184,12 @@ func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) 
 	rep := &TakeoverReport{Etcd: tg.etcd, Fsync: tg.fsync, TTLMs: cfg.TTL.Milliseconds(), PollMs: cfg.PollInterval.Milliseconds(),
 		Machine: newMachine()}
 
-	// The contenders' coordinator signals when Acquire is waiting.
+	// The contenders' coordinator signals when Acquire is waiting: it logs
+	// each wait on a busy task with the disposition busy (the entry is
+	// matched by that field, never by its wording).
 	waiting := make(chan struct{}, 1)
-	lg := zap.New(zapcore.NewTee(cfg.Logger.Core(), &signalCore{msg: "busy; waiting", ch: waiting}))
+	lg := zap.New(zapcore.NewTee(cfg.Logger.Core(),
+		&signalCore{key: "disposition", value: string(coordinator.Busy), ch: waiting}))
 	c, err := coordinator.New(ctx, tg.client, coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(lg))
 	if err != nil {
 		return nil, err
@@ -679,25 +682,39 @@ func closeSession(ctx context.Context, s *coordinator.Session) {
 	_ = s.Close(cctx)
 }
 
-// signalCore is a zap core that sends on ch whenever a message containing
-// msg is logged at any level.
+// signalCore is a zap core that sends on ch whenever an entry is logged,
+// at any level, with the string field key equal to value (in the entry's
+// own fields or the logger's).
 type signalCore struct {
-	msg string
-	ch  chan struct{}
+	key, value string
+	ch         chan struct{}
+	has        bool // the logger's fields (With) hold it
 }
 
-func (c *signalCore) Enabled(zapcore.Level) bool        { return true }
-func (c *signalCore) With([]zapcore.Field) zapcore.Core { return c }
+func (c *signalCore) Enabled(zapcore.Level) bool { return true }
+func (c *signalCore) With(fs []zapcore.Field) zapcore.Core {
+	d := *c
+	d.has = c.has || c.holds(fs)
+	return &d
+}
 func (c *signalCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	return ce.AddCore(e, c)
 }
-func (c *signalCore) Write(e zapcore.Entry, _ []zapcore.Field) error {
-	if strings.Contains(e.Message, c.msg) {
+func (c *signalCore) Write(_ zapcore.Entry, fs []zapcore.Field) error {
+	if c.has || c.holds(fs) {
 		select {
 		case c.ch <- struct{}{}:
 		default:
 		}
 	}
 	return nil
+}
+func (c *signalCore) holds(fs []zapcore.Field) bool {
+	for _, f := range fs {
+		if f.Key == c.key && f.Type == zapcore.StringType && f.String == c.value {
+			return true
+		}
+	}
+	return false
 }
 func (c *signalCore) Sync() error { return nil }
