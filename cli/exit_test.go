@@ -51,9 +51,8 @@ func TestBadInputExits2BeforeAnyIO(t *testing.T) {
 	e := newEnv(t)
 	g, grant := e.claim(t, "tenant", "task", "owner", "10s")
 	e.prefix += "-untouched"
-	before := e.snap(t)
-	if len(before) != 0 {
-		t.Fatalf("prefix %s not empty: %v", e.prefix, before)
+	if s := e.snap(t); len(s) != 0 {
+		t.Fatalf("prefix %s not empty: %v", e.prefix, s)
 	}
 	noEpoch, unknownField := g, e.file(t, strings.Replace(readFile(t, grant), `"owner"`, `"ownr"`, 1))
 	noEpoch.Epoch = 0
@@ -117,29 +116,28 @@ func TestBadInputExits2BeforeAnyIO(t *testing.T) {
 		{"zero dial timeout", []string{"--dial-timeout", "0s"}},
 	}
 	// The group returns when its parallel subtests are done.
-	t.Run("group", func(t *testing.T) {
-		for _, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				r := e.lg(t, tc.args...)
-				want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
-			})
-		}
-		for _, tc := range globals {
-			t.Run(tc.name, func(t *testing.T) {
-				t.Parallel()
-				args := append([]string{"--endpoints", strings.Join(e.endpoints, ","), "--prefix", e.prefix}, tc.args...)
-				r := execApp(t, call{}, append(args, "list")...)
-				if r.code != cli.ExitInvalid || r.stdout != "" {
-					t.Fatalf("exit %d, want 2; stdout %q", r.code, r.stdout)
-				}
-				wantRefusalLine(t, r, coordinator.InvalidInput)
-			})
-		}
+	e.writesNothing(t, "bad input", func() {
+		t.Run("group", func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					r := e.lg(t, tc.args...)
+					want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+				})
+			}
+			for _, tc := range globals {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					args := append([]string{"--endpoints", strings.Join(e.endpoints, ","), "--prefix", e.prefix}, tc.args...)
+					r := execApp(t, call{}, append(args, "list")...)
+					if r.code != cli.ExitInvalid || r.stdout != "" {
+						t.Fatalf("exit %d, want 2; stdout %q", r.code, r.stdout)
+					}
+					wantRefusalLine(t, r, coordinator.InvalidInput)
+				})
+			}
+		})
 	})
-	if diff := before.Diff(e.snap(t)); diff != "" {
-		t.Errorf("bad input wrote:\n%s", diff)
-	}
 }
 
 // TestUnavailableExits3: with etcd unreachable every command holds with

@@ -24,11 +24,7 @@ func TestSeedFixture(t *testing.T) {
 	}
 	refused := func(t *testing.T, r func() result, d coordinator.Disposition) {
 		t.Helper()
-		before := e.snap(t)
-		want(t, r(), cli.ExitRefused, d)
-		if diff := before.Diff(e.snap(t)); diff != "" {
-			t.Fatalf("a refused %s wrote:\n%s", d, diff)
-		}
+		e.writesNothing(t, "refused with "+string(d), func() { want(t, r(), cli.ExitRefused, d) })
 	}
 
 	// region-a claims with a 1 s lease and never renews: a worker that paused.
@@ -81,18 +77,16 @@ func TestSeedFixture(t *testing.T) {
 		}
 	})
 	t.Run("historical retry returns the original receipt", func(t *testing.T) {
-		before := e.snap(t)
-		r := commit(t, freshFile, "operation-a", "synthetic-value", 0)
-		want(t, r, cli.ExitDone, coordinator.HistoricalRetry)
-		var again fencedtxn.Receipt
-		decode(t, r, &again)
-		again.Disposition = first.Disposition
-		if again != first {
-			t.Fatalf("retry receipt %+v, original %+v", again, first)
-		}
-		if diff := before.Diff(e.snap(t)); diff != "" {
-			t.Fatalf("a retry wrote:\n%s", diff)
-		}
+		e.writesNothing(t, "a retry", func() {
+			r := commit(t, freshFile, "operation-a", "synthetic-value", 0)
+			want(t, r, cli.ExitDone, coordinator.HistoricalRetry)
+			var again fencedtxn.Receipt
+			decode(t, r, &again)
+			again.Disposition = first.Disposition
+			if again != first {
+				t.Fatalf("retry receipt %+v, original %+v", again, first)
+			}
+		})
 	})
 	t.Run("changed payload under the same operation conflicts", func(t *testing.T) {
 		refused(t, func() result { return commit(t, freshFile, "operation-a", "different-value", 0) }, coordinator.OperationConflict)
@@ -107,13 +101,11 @@ func TestSeedFixture(t *testing.T) {
 		}, coordinator.ScopeMismatch)
 	})
 	t.Run("unavailable authority holds with nothing written", func(t *testing.T) {
-		before := e.snap(t)
-		r := execApp(t, call{}, "--endpoints", deadEndpoint(t), "--prefix", e.prefix, "--dial-timeout", "200ms", "-o", "json",
-			"commit", "--grant", freshFile, "--operation", "operation-b", "--value", "synthetic-next", "--expected-version", "1")
-		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
-		if diff := before.Diff(e.snap(t)); diff != "" {
-			t.Fatalf("an unavailable commit wrote:\n%s", diff)
-		}
+		e.writesNothing(t, "an unavailable commit", func() {
+			r := execApp(t, call{}, "--endpoints", deadEndpoint(t), "--prefix", e.prefix, "--dial-timeout", "200ms", "-o", "json",
+				"commit", "--grant", freshFile, "--operation", "operation-b", "--value", "synthetic-next", "--expected-version", "1")
+			want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		})
 	})
 	t.Run("release, then the released grant is refused", func(t *testing.T) {
 		want(t, e.lg(t, "release", "--grant", freshFile), cli.ExitDone, coordinator.Released)

@@ -52,35 +52,33 @@ func TestRenewListAndLeasesThroughTheGatewayMatchEndpoints(t *testing.T) {
 	}
 
 	// Refused by the gateway's roles, or before any I/O; nothing written.
-	before := e.snap(t)
-	for _, tc := range []struct {
-		name string
-		who  string
-		args []string
-		code int
-		d    coordinator.Disposition
-	}{
-		{"renew of another identity's grant", "w1", []string{"renew", "--grant", f2}, cli.ExitDenied, coordinator.PermissionDenied},
-		{"list of another tenant", "w1", []string{"list", "--tenant", "other"}, cli.ExitDenied, coordinator.PermissionDenied},
-		{"list of every tenant by a worker of one", "w1", []string{"list"}, cli.ExitInvalid, coordinator.InvalidInput},
-		{"lease list by a worker", "w1", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
-		{"lease list by an operator of one tenant", "op2", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
-		{"lease show of another tenant's lease", "op2", []string{"lease", "show", "--grant", fo}, cli.ExitDenied, coordinator.PermissionDenied},
-		{"lease show of a malformed ID", "op1", []string{"lease", "show", "xyz"}, cli.ExitInvalid, coordinator.InvalidInput},
-		{"gc", "op1", []string{"gc"}, cli.ExitInvalid, coordinator.InvalidInput},
-		{"gc --apply", "op1", []string{"gc", "--apply"}, cli.ExitInvalid, coordinator.InvalidInput},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := gw.as(t, tc.who, tc.args...)
-			wantViaGateway(t, r, tc.code, tc.d)
-			if tc.args[0] == "gc" && !strings.Contains(r.stderr, "--endpoints") {
-				t.Fatalf("gc's refusal does not name --endpoints: %s", r.stderr)
-			}
-		})
-	}
-	if d := before.Diff(e.snap(t)); d != "" {
-		t.Fatalf("a refused command wrote:\n%s", d)
-	}
+	e.writesNothing(t, "a refused command", func() {
+		for _, tc := range []struct {
+			name string
+			who  string
+			args []string
+			code int
+			d    coordinator.Disposition
+		}{
+			{"renew of another identity's grant", "w1", []string{"renew", "--grant", f2}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"list of another tenant", "w1", []string{"list", "--tenant", "other"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"list of every tenant by a worker of one", "w1", []string{"list"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"lease list by a worker", "w1", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease list by an operator of one tenant", "op2", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease show of another tenant's lease", "op2", []string{"lease", "show", "--grant", fo}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease show of a malformed ID", "op1", []string{"lease", "show", "xyz"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"gc", "op1", []string{"gc"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"gc --apply", "op1", []string{"gc", "--apply"}, cli.ExitInvalid, coordinator.InvalidInput},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := gw.as(t, tc.who, tc.args...)
+				wantViaGateway(t, r, tc.code, tc.d)
+				if tc.args[0] == "gc" && !strings.Contains(r.stderr, "--endpoints") {
+					t.Fatalf("gc's refusal does not name --endpoints: %s", r.stderr)
+				}
+			})
+		}
+	})
 
 	// A lease etcd no longer knows: expired_owner, with the operator's advice, both ways.
 	want(t, e.lg(t, "lease", "revoke", "--grant", f1), 0, coordinator.OK)

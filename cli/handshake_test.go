@@ -40,63 +40,62 @@ func TestCredentialsRefused(t *testing.T) {
 	eps := strings.Join(cl.Endpoints(), ",")
 	root := cl.Client(t)
 	lgtest.CoordinatorOf(t, root) // a keyspace, so that a success would be ok
-	before := lgtest.Snap(t, root, "")
 	password := []string{"--user", "worker", "--password", "worker-pw"}
-	for _, tc := range []struct {
-		name  string
-		flags []string
-		code  int
-		d     coordinator.Disposition
-		says  string
-	}{
-		{"a wrong password", []string{"--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey, "--user", "worker", "--password", "nope"},
-			cli.ExitDenied, coordinator.Unauthenticated, "invalid user ID or password"},
-		{"an unknown user", []string{"--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey, "--user", "ghost", "--password", "nope"},
-			cli.ExitDenied, coordinator.Unauthenticated, "invalid user ID or password"},
-		{"etcd's CA unknown to the client", append([]string{"--cacert", other.cert, "--cert", f.ClientCert, "--key", f.ClientKey}, password...),
-			cli.ExitDenied, coordinator.Unauthenticated, "certificate signed by unknown authority"},
-		{"a client certificate of another CA", append([]string{"--cacert", f.CA, "--cert", otherClient, "--key", otherKey}, password...),
-			cli.ExitDenied, coordinator.Unauthenticated, "etcd refused the client certificate"},
-		{"an expired client certificate", append([]string{"--cacert", f.CA, "--cert", expired, "--key", expiredKey}, password...),
-			cli.ExitDenied, coordinator.Unauthenticated, "etcd refused the client certificate"},
-		{"no client certificate", append([]string{"--cacert", f.CA}, password...),
-			cli.ExitDenied, coordinator.Unauthenticated, "certificate required"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			for _, cmd := range [][]string{{"list"}, {"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "10s"}} {
-				args := append(append([]string{"--endpoints", eps, "-o", "json", "--dial-timeout", "1s"}, tc.flags...), cmd...)
-				r := execApp(t, call{}, args...)
-				want(t, r, tc.code, tc.d)
-				t.Log(r.stderr)
-				if !strings.Contains(r.stderr, tc.says) || strings.Contains(r.stderr, "context deadline exceeded") {
-					t.Fatalf("%v: stderr %q does not say %q (or says only that time ran out)", cmd, r.stderr, tc.says)
-				}
+	// The group returns when its parallel subtests are done.
+	lgtest.WritesNothing(t, root, "", "refused credentials", func() {
+		t.Run("group", func(t *testing.T) {
+			for _, tc := range []struct {
+				name  string
+				flags []string
+				code  int
+				d     coordinator.Disposition
+				says  string
+			}{
+				{"a wrong password", []string{"--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey, "--user", "worker", "--password", "nope"},
+					cli.ExitDenied, coordinator.Unauthenticated, "invalid user ID or password"},
+				{"an unknown user", []string{"--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey, "--user", "ghost", "--password", "nope"},
+					cli.ExitDenied, coordinator.Unauthenticated, "invalid user ID or password"},
+				{"etcd's CA unknown to the client", append([]string{"--cacert", other.cert, "--cert", f.ClientCert, "--key", f.ClientKey}, password...),
+					cli.ExitDenied, coordinator.Unauthenticated, "certificate signed by unknown authority"},
+				{"a client certificate of another CA", append([]string{"--cacert", f.CA, "--cert", otherClient, "--key", otherKey}, password...),
+					cli.ExitDenied, coordinator.Unauthenticated, "etcd refused the client certificate"},
+				{"an expired client certificate", append([]string{"--cacert", f.CA, "--cert", expired, "--key", expiredKey}, password...),
+					cli.ExitDenied, coordinator.Unauthenticated, "etcd refused the client certificate"},
+				{"no client certificate", append([]string{"--cacert", f.CA}, password...),
+					cli.ExitDenied, coordinator.Unauthenticated, "certificate required"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					for _, cmd := range [][]string{{"list"}, {"claim", "--tenant", "t", "--task", "k", "--owner", "o", "--ttl", "10s"}} {
+						args := append(append([]string{"--endpoints", eps, "-o", "json", "--dial-timeout", "1s"}, tc.flags...), cmd...)
+						r := execApp(t, call{}, args...)
+						want(t, r, tc.code, tc.d)
+						t.Log(r.stderr)
+						if !strings.Contains(r.stderr, tc.says) || strings.Contains(r.stderr, "context deadline exceeded") {
+							t.Fatalf("%v: stderr %q does not say %q (or says only that time ran out)", cmd, r.stderr, tc.says)
+						}
+					}
+				})
 			}
+			t.Run("TLS against a plain port: a hold, with the reason", func(t *testing.T) {
+				t.Parallel()
+				plain := strings.ReplaceAll(strings.Join(shared.Endpoints(), ","), "http://", "https://")
+				r := execApp(t, call{}, "--endpoints", plain, "--cacert", f.CA, "-o", "json", "--dial-timeout", "1s", "list")
+				want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+				if !strings.Contains(r.stderr, "does not speak TLS") {
+					t.Fatalf("stderr %q does not say the endpoint does not speak TLS", r.stderr)
+				}
+			})
+			t.Run("plain against a TLS port: a hold, with the reason", func(t *testing.T) {
+				t.Parallel()
+				r := execApp(t, call{}, append([]string{"--endpoints", strings.ReplaceAll(eps, "https://", "http://"), "-o", "json",
+					"--dial-timeout", "1s"}, append(password, "list")...)...)
+				want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+				if !strings.Contains(r.stderr, "it may serve TLS only") {
+					t.Fatalf("stderr %q does not say the endpoint may serve TLS only", r.stderr)
+				}
+			})
 		})
-	}
-	t.Run("TLS against a plain port: a hold, with the reason", func(t *testing.T) {
-		t.Parallel()
-		plain := strings.ReplaceAll(strings.Join(shared.Endpoints(), ","), "http://", "https://")
-		r := execApp(t, call{}, "--endpoints", plain, "--cacert", f.CA, "-o", "json", "--dial-timeout", "1s", "list")
-		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
-		if !strings.Contains(r.stderr, "does not speak TLS") {
-			t.Fatalf("stderr %q does not say the endpoint does not speak TLS", r.stderr)
-		}
-	})
-	t.Run("plain against a TLS port: a hold, with the reason", func(t *testing.T) {
-		t.Parallel()
-		r := execApp(t, call{}, append([]string{"--endpoints", strings.ReplaceAll(eps, "https://", "http://"), "-o", "json",
-			"--dial-timeout", "1s"}, append(password, "list")...)...)
-		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
-		if !strings.Contains(r.stderr, "it may serve TLS only") {
-			t.Fatalf("stderr %q does not say the endpoint may serve TLS only", r.stderr)
-		}
-	})
-	t.Cleanup(func() {
-		if d := before.Diff(lgtest.Snap(t, root, "")); d != "" {
-			t.Errorf("refused credentials wrote:\n%s", d)
-		}
 	})
 }
 

@@ -76,6 +76,13 @@ func (e *env) snap(t *testing.T) lgtest.Snapshot {
 	return lgtest.Snap(t, e.client(), e.prefix+"/")
 }
 
+// writesNothing runs f and fails t if anything under the test's prefix
+// changed meanwhile (lgtest.WritesNothing); what names f in the failure.
+func (e *env) writesNothing(t *testing.T, what string, f func()) {
+	t.Helper()
+	lgtest.WritesNothing(t, e.client(), e.prefix+"/", what, f)
+}
+
 // result is what one run of the app did.
 type result struct {
 	code   int

@@ -19,39 +19,37 @@ func TestReadsNeverWrite(t *testing.T) {
 	e := newEnv(t)
 	g, grant := e.claim(t, "tenant", "task", "owner", "600s") // a live grant and lease, in another keyspace, alive past a slow run (52 s once under -race at load 24)
 	e.prefix += "-wrong"
-	empty := e.snap(t)
-	if len(empty) != 0 {
-		t.Fatalf("prefix %s not empty: %v", e.prefix, empty)
+	if s := e.snap(t); len(s) != 0 {
+		t.Fatalf("prefix %s not empty: %v", e.prefix, s)
 	}
-	t.Run("group", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"status", "--tenant", "tenant", "--task", "task"},
-			{"list"},
-			{"list", "--tenant", "tenant"},
-			{"watch"},
-			{"get", "--tenant", "tenant", "--task", "task"},
-			{"realm", "show"},
-			{"lease", "list"},
-			{"lease", "show", coordinator.FormatLeaseID(g.Lease)},
-			{"lease", "revoke", "--grant", grant},
-			{"renew", "--grant", grant},
-			{"release", "--grant", grant},
-			{"gc"},
-			{"gc", "--apply"},
-		} {
-			t.Run(strings.Join(args, " "), func(t *testing.T) {
-				t.Parallel()
-				r := e.lg(t, args...)
-				obj := want(t, r, cli.ExitNotFound, coordinator.NoKeyspace)
-				if d, _ := obj["detail"].(string); !strings.Contains(d, "no leasegate keyspace at prefix "+e.prefix) {
-					t.Fatalf("detail %q does not name the prefix", d)
-				}
-			})
-		}
+	e.writesNothing(t, "reads", func() {
+		t.Run("group", func(t *testing.T) {
+			for _, args := range [][]string{
+				{"status", "--tenant", "tenant", "--task", "task"},
+				{"list"},
+				{"list", "--tenant", "tenant"},
+				{"watch"},
+				{"get", "--tenant", "tenant", "--task", "task"},
+				{"realm", "show"},
+				{"lease", "list"},
+				{"lease", "show", coordinator.FormatLeaseID(g.Lease)},
+				{"lease", "revoke", "--grant", grant},
+				{"renew", "--grant", grant},
+				{"release", "--grant", grant},
+				{"gc"},
+				{"gc", "--apply"},
+			} {
+				t.Run(strings.Join(args, " "), func(t *testing.T) {
+					t.Parallel()
+					r := e.lg(t, args...)
+					obj := want(t, r, cli.ExitNotFound, coordinator.NoKeyspace)
+					if d, _ := obj["detail"].(string); !strings.Contains(d, "no leasegate keyspace at prefix "+e.prefix) {
+						t.Fatalf("detail %q does not name the prefix", d)
+					}
+				})
+			}
+		})
 	})
-	if diff := empty.Diff(e.snap(t)); diff != "" {
-		t.Fatalf("reads wrote:\n%s", diff)
-	}
 	if o, err := e.co.Owner(t.Context(), "tenant", "task"); err != nil || !o.Owned() || o.Lease != g.Lease {
 		t.Fatalf("the grant's lease was touched: %+v, %v", o, err)
 	}

@@ -171,23 +171,21 @@ func TestRunThroughTheGatewayRefusals(t *testing.T) {
 		t.Fatalf("exit %d, run output %+v after a holder at epoch %d\nstdout: %s\nstderr: %s", r.code, out, held.Epoch, r.stdout, r.stderr)
 	}
 
-	before := e.snap(t)
-	for _, args := range [][]string{
-		gatewayRunArgs("x", "--owner", "someone-else", "--", "true"),
-		gatewayRunArgs("x", "--metrics-addr", "127.0.0.1:0", "--", "true"),
-		gatewayRunArgs("x", "--kill-after", "-1s", "--", "true"),
-		gatewayRunArgs("x"),
-	} {
-		wantViaGateway(t, as(args...), cli.ExitInvalid, coordinator.InvalidInput)
-	}
-	r = execApp(t, call{}, append(gw.gatewayArgs("w1", "https://127.0.0.1:1"), gatewayRunArgs("x", "--", "sh", "-c", "echo child ran")...)...)
-	wantViaGateway(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
-	if strings.Contains(r.stdout, "child ran") {
-		t.Fatal("the child ran without a grant")
-	}
-	if d := before.Diff(e.snap(t)); d != "" {
-		t.Fatalf("a refused run wrote:\n%s", d)
-	}
+	e.writesNothing(t, "a refused run", func() {
+		for _, args := range [][]string{
+			gatewayRunArgs("x", "--owner", "someone-else", "--", "true"),
+			gatewayRunArgs("x", "--metrics-addr", "127.0.0.1:0", "--", "true"),
+			gatewayRunArgs("x", "--kill-after", "-1s", "--", "true"),
+			gatewayRunArgs("x"),
+		} {
+			wantViaGateway(t, as(args...), cli.ExitInvalid, coordinator.InvalidInput)
+		}
+		r := execApp(t, call{}, append(gw.gatewayArgs("w1", "https://127.0.0.1:1"), gatewayRunArgs("x", "--", "sh", "-c", "echo child ran")...)...)
+		wantViaGateway(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		if strings.Contains(r.stdout, "child ran") {
+			t.Fatal("the child ran without a grant")
+		}
+	})
 
 	lose.Store(true)
 	r = as(gatewayRunArgs("lost", "--", "sh", "-c", "echo child ran")...)
