@@ -44,7 +44,7 @@ type Config struct {
 	Workers  []int         // worker counts; default 1, 16, 64
 	Rounds   int           // interleaved rounds; default 3
 	Duration time.Duration // per cell (one variant, one worker count, one round); default 1s
-	Variants []string      // default all (Variants)
+	Variants []string      // default all (Variants())
 	// Paired interleaves the variants operation by operation inside one
 	// cell instead of cell by cell: each variant's throughput is then
 	// workers / its mean latency, under the same moment's load as the
@@ -166,11 +166,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		return Config{}, bad("duration %v out of range 1ms..1h", cfg.Duration)
 	}
 	if len(cfg.Variants) == 0 {
-		cfg.Variants = slices.Clone(Variants)
+		cfg.Variants = Variants()
 	}
 	for _, v := range cfg.Variants {
-		if !slices.Contains(Variants, v) && v != BareCommitControl {
-			return Config{}, bad("unknown variant %q; the variants are %s", v, strings.Join(Variants, ", "))
+		if !slices.Contains(variants, v) && v != BareCommitControl {
+			return Config{}, bad("unknown variant %q; the variants are %s", v, strings.Join(variants, ", "))
 		}
 	}
 	if err := shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger); err != nil {

@@ -24,7 +24,7 @@ func TestRunSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := rounds * len(workers) * len(bench.Variants); cells != want {
+	if want := rounds * len(workers) * len(bench.Variants()); cells != want {
 		t.Errorf("progress reported %d cells, want %d", cells, want)
 	}
 	if rep.Etcd != "embedded" || rep.Fsync != "off" || rep.Machine.CPUs < 1 {
@@ -37,7 +37,7 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("result %+v", r)
 		}
 	}
-	for _, v := range bench.Variants {
+	for _, v := range bench.Variants() {
 		if seen[v] != len(workers) {
 			t.Errorf("variant %s has %d results, want %d", v, seen[v], len(workers))
 		}
@@ -106,7 +106,7 @@ func TestTakeoverSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != len(bench.Causes)*len(bench.Contenders) {
+	if len(rep.Results) != len(bench.Causes())*len(bench.Contenders()) {
 		t.Fatalf("%d results: %+v", len(rep.Results), rep.Results)
 	}
 	for _, r := range rep.Results {

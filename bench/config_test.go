@@ -22,13 +22,13 @@ func TestDefaultsLeaveTheCallersConfig(t *testing.T) {
 		if !reflect.DeepEqual(in, before) || !slices.Equal(workers, []int{2, 3}) {
 			t.Fatalf("the caller's config changed: %+v", in)
 		}
-		if got.Rounds != 3 || got.Duration == 0 || got.Prefix == "" || got.Logger == nil || !slices.Equal(got.Variants, Variants) {
+		if got.Rounds != 3 || got.Duration == 0 || got.Prefix == "" || got.Logger == nil || !slices.Equal(got.Variants, variants) {
 			t.Fatalf("defaults not filled in: %+v", got)
 		}
-		want := slices.Clone(Variants)
+		want := slices.Clone(variants)
 		got.Variants[0], got.Workers[0] = "written", 99
-		if !slices.Equal(Variants, want) || workers[0] != 2 {
-			t.Errorf("the copy shares its slices: Variants %v, the caller's workers %v", Variants, workers)
+		if !slices.Equal(variants, want) || workers[0] != 2 {
+			t.Errorf("the copy shares its slices: variants %v, the caller's workers %v", variants, workers)
 		}
 	})
 	t.Run("takeover", func(t *testing.T) {
@@ -41,10 +41,10 @@ func TestDefaultsLeaveTheCallersConfig(t *testing.T) {
 		if !reflect.DeepEqual(in, before) {
 			t.Fatalf("the caller's config changed: %+v", in)
 		}
-		causes, contenders := slices.Clone(Causes), slices.Clone(Contenders)
+		wantCauses, wantContenders := slices.Clone(causes), slices.Clone(contenders)
 		got.Causes[0], got.Contenders[0] = "written", "written"
-		if !slices.Equal(Causes, causes) || !slices.Equal(Contenders, contenders) {
-			t.Errorf("the copy shares the package's lists: %v, %v", Causes, Contenders)
+		if !slices.Equal(causes, wantCauses) || !slices.Equal(contenders, wantContenders) {
+			t.Errorf("the copy shares the package's lists: %v, %v", causes, contenders)
 		}
 	})
 	t.Run("scale", func(t *testing.T) {
@@ -63,4 +63,20 @@ func TestDefaultsLeaveTheCallersConfig(t *testing.T) {
 			t.Errorf("the copy shares the caller's sizes: %v", sizes)
 		}
 	})
+}
+
+// TestListsAreCopies: each list the package exports is a new slice per
+// call, so a caller that changes one changes nothing the package ranges
+// over.
+func TestListsAreCopies(t *testing.T) {
+	for name, list := range map[string]func() []string{
+		"Variants": Variants, "Causes": Causes, "Contenders": Contenders, "AllContenders": AllContenders,
+	} {
+		got := list()
+		want := slices.Clone(got)
+		got[0] = "changed"
+		if !slices.Equal(list(), want) {
+			t.Errorf("%s() shares its slice with the caller: %v", name, list())
+		}
+	}
 }

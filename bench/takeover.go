@@ -51,12 +51,20 @@ const (
 	AcquireFromBusy = "acquire-from-busy"
 )
 
-// Causes and Contenders list every cause and contender.
+// Causes lists every cause. Each of these lists returns a new slice each
+// time: the caller may keep or change it.
+func Causes() []string { return slices.Clone(causes) }
+
+// Contenders lists the contenders a takeover measures by default.
+func Contenders() []string { return slices.Clone(contenders) }
+
+// AllContenders lists every contender: Contenders and the diagnostic one.
+func AllContenders() []string { return slices.Clone(allContenders) }
+
 var (
-	Causes     = []string{Revoke, Expiry}
-	Contenders = []string{Acquire, Poll, Campaign}
-	// AllContenders adds the diagnostic one.
-	AllContenders = []string{Acquire, Poll, Campaign, AcquireFromBusy}
+	causes        = []string{Revoke, Expiry}
+	contenders    = []string{Acquire, Poll, Campaign}
+	allContenders = []string{Acquire, Poll, Campaign, AcquireFromBusy}
 )
 
 // TakeoverConfig says what Takeover measures.
@@ -65,8 +73,8 @@ type TakeoverConfig struct {
 	Trials       int            // per cause and contender; default 20
 	TTL          time.Duration  // the holder's lease TTL; default 2s
 	PollInterval time.Duration  // the polling contender's period; default 2s (client-go's RetryPeriod)
-	Causes       []string       // default Causes
-	Contenders   []string       // default Contenders
+	Causes       []string       // default Causes()
+	Contenders   []string       // default Contenders()
 	Progress     func(Progress) // optional: the plan, then one per trial (a Line per interleaved round)
 	Logger       *zap.Logger
 	Prefix       string
@@ -146,19 +154,19 @@ func (cfg TakeoverConfig) withDefaults() (TakeoverConfig, error) {
 		return TakeoverConfig{}, bad("poll interval %v below 1ms", cfg.PollInterval)
 	}
 	if len(cfg.Causes) == 0 {
-		cfg.Causes = slices.Clone(Causes)
+		cfg.Causes = Causes()
 	}
 	if len(cfg.Contenders) == 0 {
-		cfg.Contenders = slices.Clone(Contenders)
+		cfg.Contenders = Contenders()
 	}
 	for _, c := range cfg.Causes {
-		if !slices.Contains(Causes, c) {
-			return TakeoverConfig{}, bad("unknown cause %q; the causes are %s", c, strings.Join(Causes, ", "))
+		if !slices.Contains(causes, c) {
+			return TakeoverConfig{}, bad("unknown cause %q; the causes are %s", c, strings.Join(causes, ", "))
 		}
 	}
 	for _, c := range cfg.Contenders {
-		if !slices.Contains(AllContenders, c) {
-			return TakeoverConfig{}, bad("unknown contender %q; the contenders are %s", c, strings.Join(AllContenders, ", "))
+		if !slices.Contains(allContenders, c) {
+			return TakeoverConfig{}, bad("unknown contender %q; the contenders are %s", c, strings.Join(allContenders, ", "))
 		}
 	}
 	if err := shared(cfg.Etcd, &cfg.Prefix, &cfg.Logger); err != nil {

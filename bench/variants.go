@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,8 +42,11 @@ const (
 	BareClaimReleaseNoFence = "bare-claim-release-nofence"
 )
 
-// Variants lists every variant.
-var Variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle,
+// Variants lists every variant. It returns a new slice each time: the
+// caller may keep or change it.
+func Variants() []string { return slices.Clone(variants) }
+
+var variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle,
 	GatewayCommit, GatewayDispatch}
 
 // benchValue is the business value every write carries.

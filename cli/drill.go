@@ -272,9 +272,9 @@ func drillAction(c *cli.Context) error {
 		st := provs.Stats()
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+fmt.Sprintf(
 			"\nservers set up in %.1f s; reset before each trial (fresh standby by pg_basebackup, primary crashed, record reset) p50 %.2f s, max %.2f s over %d trials",
-			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds, true)
+			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds(), true)
 	default:
-		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s), drill.FaultKinds, false)
+		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s), drill.FaultKinds(), false)
 	}
 	if err != nil {
 		return err
@@ -382,7 +382,7 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 			fmt.Sprint(r.RefusedAtGateway), fmt.Sprint(r.TotalViolations), fmt.Sprintf("%.1f", r.Seconds), rate(r.Trials, r.Seconds, onReal)})
 	}
 	graders := table{header: append([]string{"GRADER"}, upper(designs)...)}
-	for _, gr := range drill.Graders {
+	for _, gr := range drill.Graders() {
 		row := []string{string(gr)}
 		for _, d := range designs {
 			cell := fmt.Sprint(rep.Designs[d].Violations[gr])

@@ -108,13 +108,13 @@ func WithReplay(n int) Option {
 // trials (its trajectories in the report, as with WithReplay).
 func WithScenario(sc Scenario) Option {
 	return func(c *config) error {
-		for _, x := range Scenarios {
+		for _, x := range scenarios {
 			if sc == x {
 				c.Scenario = sc
 				return nil
 			}
 		}
-		return fmt.Errorf("scenario %q: the scenarios are %v", sc, Scenarios)
+		return fmt.Errorf("scenario %q: the scenarios are %v", sc, scenarios)
 	}
 }
 
@@ -396,10 +396,10 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 
 func newDesignReport() *DesignReport {
 	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
-	for _, g := range Graders {
+	for _, g := range graders {
 		dr.Violations[g] = 0
 	}
-	for _, k := range FaultKinds {
+	for _, k := range faultKinds {
 		dr.Faults[k] = 0
 	}
 	return dr

@@ -58,7 +58,7 @@ func TestShortDrill(t *testing.T) {
 		for _, n := range d.Violations {
 			sum += n
 		}
-		if sum != d.TotalViolations || len(d.Violations) != len(drill.Graders) || len(d.Faults) != len(drill.FaultKinds) {
+		if sum != d.TotalViolations || len(d.Violations) != len(drill.Graders()) || len(d.Faults) != len(drill.FaultKinds()) {
 			t.Errorf("inconsistent report %+v", d)
 		}
 		if d.Reconciled+d.ManualReview > d.UnknownOperations {
@@ -68,7 +68,7 @@ func TestShortDrill(t *testing.T) {
 	if fenced.TotalViolations != 0 {
 		t.Errorf("fenced violations: %v", fenced.Violations)
 	}
-	for _, k := range drill.FaultKinds {
+	for _, k := range drill.FaultKinds() {
 		if fenced.Faults[k] == 0 {
 			t.Errorf("fault %s never fired in %d fenced trials", k, trials)
 		}

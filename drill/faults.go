@@ -2,6 +2,7 @@ package drill
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -67,8 +68,11 @@ const (
 	FaultLagExceeded FaultKind = "replication_lag_exceeded"
 )
 
-// FaultKinds lists every fault, in the report's order.
-var FaultKinds = []FaultKind{
+// FaultKinds lists every fault, in the report's order. It returns a new
+// slice each time: the caller may keep or change it.
+func FaultKinds() []FaultKind { return slices.Clone(faultKinds) }
+
+var faultKinds = []FaultKind{
 	FaultResponseDropped, FaultKilledBeforeReceipt, FaultHeartbeatStop, FaultStaleCache, FaultTopologyChanged,
 	FaultDNSPendingLong, FaultAuditDuplicated, FaultAuditDelayed, FaultNewBuild, FaultOperatorEdit,
 	FaultKilledAfterClaim, FaultPausedAfterClaim, FaultLookupOutage, FaultTrafficStop, FaultReconcileStop,

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Grader names one trajectory check. Each counts violations; a trial of a
@@ -43,8 +44,11 @@ const (
 	GraderLiveness Grader = "liveness"
 )
 
-// Graders lists every grader, in the report's order.
-var Graders = []Grader{
+// Graders lists every grader, in the report's order. It returns a new
+// slice each time: the caller may keep or change it.
+func Graders() []Grader { return slices.Clone(graders) }
+
+var graders = []Grader{
 	GraderOnePromotionIntent, GraderStaleEpochDispatch, GraderConfirmedWithoutEvidence,
 	GraderUnresolvedUnknown, GraderFinalTrafficWriter, GraderProhibitedTraffic, GraderOperatorEditOverwritten,
 	GraderLiveness,
@@ -59,7 +63,7 @@ type Violation struct {
 // Grade runs every grader over t.
 func Grade(t *Trajectory) []Violation {
 	var out []Violation
-	for _, g := range Graders {
+	for _, g := range graders {
 		for _, d := range grade(g, t) {
 			out = append(out, Violation{Grader: g, Detail: d})
 		}

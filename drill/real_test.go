@@ -71,7 +71,7 @@ func TestRealProvidersDrill(t *testing.T) {
 	}
 	// Seed 3's three trials draw every real fault; each must have fired
 	// (faults that never bite prove nothing).
-	for _, k := range drill.RealFaultKinds {
+	for _, k := range drill.RealFaultKinds() {
 		if k == drill.FaultPausedAfterClaim || k == drill.FaultTrafficStop {
 			continue // the pause's other windows: not drawn by these trials
 		}

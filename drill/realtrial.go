@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,8 +35,11 @@ import (
 const FaultStandbyStopped FaultKind = "standby_stopped"
 
 // RealFaultKinds are the faults of the real-provider drill, in the
-// report's order.
-var RealFaultKinds = []FaultKind{FaultResponseDropped, FaultPausedAfterClaim, FaultResidualPause, FaultTrafficStop,
+// report's order. It returns a new slice each time: the caller may keep or
+// change it.
+func RealFaultKinds() []FaultKind { return slices.Clone(realFaultKinds) }
+
+var realFaultKinds = []FaultKind{FaultResponseDropped, FaultPausedAfterClaim, FaultResidualPause, FaultTrafficStop,
 	FaultOperatorEdit, FaultStandbyStopped}
 
 // Real-time constants of a real trial.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,8 +21,11 @@ type Scenario string
 // R-009; traffic moving three times.
 const ScenarioIncident Scenario = "incident"
 
-// Scenarios lists the named scenarios.
-var Scenarios = []Scenario{ScenarioIncident}
+// Scenarios lists the named scenarios. It returns a new slice each time:
+// the caller may keep or change it.
+func Scenarios() []Scenario { return slices.Clone(scenarios) }
+
+var scenarios = []Scenario{ScenarioIncident}
 
 // script fixes a scenario's timings: the marks an actor waits for (until),
 // and the providers' delays.

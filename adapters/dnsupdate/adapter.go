@@ -20,8 +20,8 @@ import (
 // Kind is the effect kind the adapter serves by default.
 const Kind = "dns.upsert"
 
-// Types are the record types the adapter writes.
-var Types = []string{"A", "AAAA", "CNAME", "TXT"}
+// types are the record types the adapter writes.
+var types = []string{"A", "AAAA", "CNAME", "TXT"}
 
 // Params are an upsert's parameters: the RRset of Type at the effect's
 // Target (a name in the zone) becomes exactly Value, with TTL seconds.
@@ -193,8 +193,8 @@ func (a *Adapter) rr(name string, p Params) (dns.RR, error) {
 	if !dns.IsSubDomain(a.zone, name) {
 		return nil, fmt.Errorf("%s is not in zone %s", name, a.zone)
 	}
-	if !slices.Contains(Types, p.Type) {
-		return nil, fmt.Errorf("type %q: one of %v", p.Type, Types)
+	if !slices.Contains(types, p.Type) {
+		return nil, fmt.Errorf("type %q: one of %v", p.Type, types)
 	}
 	if p.Value == "" || strings.ContainsAny(p.Value, "\n;") {
 		return nil, fmt.Errorf("value %q", p.Value)
