@@ -165,8 +165,8 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
 		var rec core.OpRecord
 		if err := json.Unmarshal(opKV[0].Value, &rec); err != nil {
-			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
-				fmt.Sprintf("operation record unreadable: %v", err))
+			return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
+				Detail: fmt.Sprintf("operation record %s is unreadable", opKV[0].Key), Err: err}
 		}
 		if rec.PayloadDigest != digest {
 			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
@@ -174,8 +174,8 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 		}
 		var prior Receipt
 		if err := json.Unmarshal(rec.Receipt, &prior); err != nil {
-			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
-				fmt.Sprintf("stored receipt unreadable: %v", err))
+			return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
+				Detail: fmt.Sprintf("the receipt in operation record %s is unreadable", opKV[0].Key), Err: err}
 		}
 		prior.Disposition = coordinator.HistoricalRetry
 		prior.Revision = opKV[0].ModRevision

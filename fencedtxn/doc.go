@@ -20,6 +20,9 @@
 //   - The payload digest is SHA-256 over length-prefixed fields, so two
 //     different intents never share one.
 //   - Scope mismatch and bad input are refused before any I/O.
+//   - A state or operation record that does not decode (written outside
+//     this package) is corrupt_record, to Get as to Commit; nothing is
+//     written.
 //
 // # Non-guarantees
 //

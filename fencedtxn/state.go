@@ -3,6 +3,7 @@ package fencedtxn
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -26,9 +27,8 @@ func (s State) Committed() bool { return s.Version > 0 }
 
 // Get reads a task's protected state, linearizably. A task never committed
 // to is a State with Version 0 and a nil error. A state key written by
-// other means than Commit shows its raw bytes and etcd's version, with no
-// operation and no epoch. It only reads: a failure is
-// authority_unavailable, never outcome_unknown.
+// other means than Commit, which does not decode, is corrupt_record. It
+// only reads: a failure is authority_unavailable, never outcome_unknown.
 func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (State, error) {
 	if c == nil {
 		return State{}, coordinator.Invalid("get", "nil coordinator")
@@ -49,10 +49,10 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 	st.Revision = kvs[0].ModRevision
 	var rec core.StateRecord
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
-		// Written by other means than Commit: show it as etcd holds it,
-		// with no operation and no epoch, like Coordinator.Owner does.
-		st.Value, st.Version = kvs[0].Value, kvs[0].Version
-		return st, nil
+		// Written by other means than Commit: the one answer for stored
+		// data that cannot be decoded.
+		return State{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "get", Tenant: tenant, Task: task,
+			Detail: fmt.Sprintf("state record %s is unreadable", kvs[0].Key), Err: err}
 	}
 	st.Value, st.Version, st.Operation, st.Epoch = rec.Value, rec.Version, rec.Operation, rec.Epoch
 	return st, nil
