@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 )
 
 // globals are the global flags of one invocation, checked once (setup) and
@@ -266,7 +267,7 @@ func clientConfig(g *globals) clientv3.Config {
 func newClient(g *globals) (*clientv3.Client, error) {
 	client, err := clientv3.New(clientConfig(g))
 	if err != nil {
-		return nil, coordinator.ConnectError("connect", g.endpoints, err)
+		return nil, core.DialError("connect", g.endpoints, err)
 	}
 	return client, nil
 }

@@ -65,9 +65,9 @@ const (
 // under <prefix>/<kind>/ or a named key) reach a keyspace nested there.
 const NestedSubtree = "/drill/"
 
-// Origin is the key recording where the current realm was minted (the etcd
+// origin is the key recording where the current realm was minted (the etcd
 // cluster and how far its raft log had come), to detect a restore.
-func (k Keyspace) Origin() string { return k.prefix + "/origin" }
+func (k Keyspace) origin() string { return k.prefix + "/origin" }
 
 // Fence is the task's fence key.
 func (k Keyspace) Fence(tenant, task string) string { return k.task(KindFence, tenant, task) }

@@ -245,9 +245,9 @@ func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	// origin instead (realm show then says none is recorded).
 	then := []clientv3.Op{clientv3.OpPut(c.keys.Realm(), fresh)}
 	if origin, oerr := c.origin(ctx, "realm rotate", fresh); oerr == nil {
-		then = append(then, clientv3.OpPut(c.keys.Origin(), origin))
+		then = append(then, clientv3.OpPut(c.keys.origin(), origin))
 	} else {
-		then = append(then, clientv3.OpDelete(c.keys.Origin()))
+		then = append(then, clientv3.OpDelete(c.keys.origin()))
 		c.lg.Warn("realm origin not recorded: a restore will not be detected until the next rotation",
 			zap.String("realm", fresh), zap.String("disposition", string(DispositionOf(oerr))), zap.Error(oerr))
 	}

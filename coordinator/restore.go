@@ -112,7 +112,7 @@ func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64)
 	if err == nil {
 		_, err = c.txn(ctx, core.TxnRequest{Op: "new",
 			If:   []clientv3.Cmp{clientv3.Compare(clientv3.Value(c.keys.Realm()), "=", realm), clientv3.Compare(clientv3.ModRevision(c.keys.Realm()), "=", rev)},
-			Then: []clientv3.Op{clientv3.OpPut(c.keys.Origin(), value)}})
+			Then: []clientv3.Op{clientv3.OpPut(c.keys.origin(), value)}})
 	}
 	if err != nil {
 		c.lg.Warn("realm origin not recorded: a restore will not be detected until the realm is rotated",
@@ -124,7 +124,7 @@ func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64)
 // cluster answering now. It writes nothing.
 func (c *Coordinator) CheckOrigin(ctx context.Context) (OriginCheck, error) {
 	resp, err := c.txn(ctx, core.TxnRequest{Op: "realm", ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(c.keys.Realm()), clientv3.OpGet(c.keys.Origin())}})
+		Then: []clientv3.Op{clientv3.OpGet(c.keys.Realm()), clientv3.OpGet(c.keys.origin())}})
 	if err != nil {
 		return OriginCheck{}, err
 	}

@@ -77,7 +77,7 @@ type request struct {
 var errRequestTimeout = errors.New("coordinator: request timeout")
 
 // do runs f against etcd, bounded by the request timeout when ctx has no
-// deadline, and turns its failure into an *Error (classify).
+// deadline, and turns its failure into an *Error (classifySendError).
 func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "not sent: context already done", err)
@@ -200,16 +200,19 @@ func (c *Coordinator) userNamed() string {
 	return fmt.Sprintf(" (user %q)", c.client.Username)
 }
 
-// ConnectError names the failure of clientv3.New, which logs in when its
+// dialError names the failure of clientv3.New, which logs in when its
 // Config has a user: unauthenticated when etcd did not accept the
-// credentials (as classify names it), else authority_unavailable (nothing
-// was sent that could have applied). op names the step ("connect").
-func ConnectError(op string, endpoints []string, err error) *Error {
+// credentials (as classifySendError names it), else authority_unavailable (nothing
+// was sent that could have applied). op names the step ("connect"). The
+// CLI calls it as core.DialError (set in init).
+func dialError(op string, endpoints []string, err error) error {
 	if unauthenticated(err, codeOf(err)) {
 		return newError(Unauthenticated, op, "", "", fmt.Sprintf("etcd at %s did not accept the credentials", strings.Join(endpoints, ",")), err)
 	}
 	return newError(AuthorityUnavailable, op, "", "", fmt.Sprintf("cannot open a session with etcd at %s", strings.Join(endpoints, ",")), err)
 }
+
+func init() { core.DialError = dialError }
 
 // neverAcceptable reports a request etcd refuses as malformed whatever its
 // state (it was not applied, and sending it again changes nothing), or that
@@ -245,7 +248,7 @@ func isNoSpace(err error) bool {
 // request: it was not applied and never will be.
 func definitelyNotApplied(code codes.Code) bool {
 	switch code {
-	case codes.FailedPrecondition, codes.OutOfRange: // InvalidArgument and the auth codes are named earlier in classify
+	case codes.FailedPrecondition, codes.OutOfRange: // InvalidArgument and the auth codes are named earlier in classifySendError
 		return true
 	}
 	return false

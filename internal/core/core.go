@@ -158,6 +158,14 @@ func Outcome[G comparable, S any, D ~string](c lender[G, S], operation string, d
 // KeysOf is c's ledger and retention keys.
 func KeysOf[G comparable, S any](c lender[G, S]) Keys { return c.lent().p.Keys }
 
+// DialError names the failure of clientv3.New (which logs in when its
+// Config has a user), before any coordinator exists: a *coordinator.Error,
+// unauthenticated when etcd did not accept the credentials, else
+// authority_unavailable; op names the step ("connect"). coordinator sets
+// it as it is initialized (coordinator/transport.go's dialError), so it is
+// set in every program that imports coordinator.
+var DialError func(op string, endpoints []string, err error) error
+
 // Logger is c's logger (Plumbing.Logger).
 func Logger[G comparable, S any](c lender[G, S]) *zap.Logger { return c.lent().p.Logger }
 

@@ -234,7 +234,7 @@ var indepMutations = []Mutation{
 	ind("realm/nested-off-by-one", realmGo, "the nesting check reads the realm itself as the first ancestor",
 		`if firstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
 	ind("realm/rotate-origin-unwritten", realmGo, "a rotation does not record the new realm's origin",
-		`then = append(then, clientv3.OpPut(c.keys.Origin(), origin))`, `_ = origin`),
+		`then = append(then, clientv3.OpPut(c.keys.origin(), origin))`, `_ = origin`),
 	ind("realm/create-uncompared", realmGo, "New creates the realm without comparing that it is absent",
 		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
 		`If:   c.noAncestorRealms(),`),
