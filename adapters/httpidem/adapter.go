@@ -167,7 +167,13 @@ func (a *Adapter) defaultClient() *http.Client {
 	if a.roots == nil && a.certFile == "" {
 		return &http.Client{Timeout: timeout}
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
+	// net/http's defaults, unless the program replaced http.DefaultTransport
+	// with a RoundTripper of its own (then a plain transport, proxy from the
+	// environment).
+	t := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = d.Clone()
+	}
 	t.TLSClientConfig = &tls.Config{RootCAs: a.roots, MinVersion: tls.VersionTLS12}
 	if a.certFile != "" {
 		certFile, keyFile := a.certFile, a.keyFile
