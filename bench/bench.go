@@ -70,6 +70,9 @@ type Report struct {
 	Variants []string `json:"variants"`
 	Results  []Result `json:"results"`
 	Ratios   []Ratio  `json:"ratios"`
+	// Bounds are the highest ratios a hop could reach on this run's
+	// machine, from CPU per operation (unpaired runs only).
+	Bounds []Bound `json:"bounds,omitempty"`
 	// Interrupted, when set, is why the run stopped early: Results and
 	// Ratios hold the cells finished until then.
 	Interrupted string `json:"interrupted,omitempty"`
@@ -98,9 +101,19 @@ type Result struct {
 	// not counted: a client dialled by the caller).
 	SentBytes float64 `json:"sent_bytes_per_op"`
 	RecvBytes float64 `json:"recv_bytes_per_op"`
-	lat       []time.Duration
-	sent      int64
-	recv      int64
+	// CPU time the whole process (workers, embedded etcd, gateway) spent
+	// per successful operation while the variant's cells ran, in
+	// microseconds, and the CPUs it kept busy meanwhile: measured in
+	// cells of one variant (not in a paired run, where variants share
+	// every moment), preparation included (the dispatch variants'
+	// untimed proposal and approval).
+	CPUPerOpUs float64 `json:"cpu_us_per_op,omitempty"`
+	CPUCores   float64 `json:"cpu_cores,omitempty"`
+	lat        []time.Duration
+	sent       int64
+	recv       int64
+	cpu        time.Duration
+	wall       time.Duration
 }
 
 // Ratio is the throughput of one variant over another's, round by round.
@@ -117,6 +130,25 @@ type Ratio struct {
 	// every round (for gateway-commit / commit: what the hop adds).
 	AddedP50Ms float64 `json:"added_p50_ms"`
 	AddedP99Ms float64 `json:"added_p99_ms"`
+}
+
+// Bound is the highest throughput ratio of a variant made through a hop
+// (Through) to the same made in-process (Base) that any hop costing at
+// least Floor's CPU per operation could reach where the CPUs bound the
+// run: cpu(Base) / (cpu(Base) + cpu(Floor)). A measured ratio above it
+// means the run was not CPU-bound (its CPUCores say how busy it was).
+type Bound struct {
+	Name    string  `json:"name"` // "through / base, floor"
+	Workers int     `json:"workers"`
+	Value   float64 `json:"value"`
+}
+
+// boundDefs are the bounds reported: through, base, floor.
+var boundDefs = []struct{ through, base, floor string }{
+	{GatewayCommit, Commit, HTTPFloor},
+	{GatewayCommit, Commit, GRPCFloor},
+	{GatewayDispatch, LedgerDispatch, HTTPFloor},
+	{GatewayDispatch, LedgerDispatch, GRPCFloor},
 }
 
 // ratioDefs are the ratios reported: numerator, denominator, target.
@@ -414,9 +446,18 @@ cells:
 				}
 				r := results[key(v, n)]
 				sent, recv := tg.wire.counts()
+				cpu0, cpuErr := processCPU()
+				wall0 := time.Now()
 				ops, errs, elapsed, lat := cell(ctx, workers[:n], v, cfg.Duration)
 				if ctx.Err() != nil {
 					break cells // cut short: not a result
+				}
+				cellCPU := "-"
+				if cpu1, err := processCPU(); err == nil && cpuErr == nil {
+					r.cpu, r.wall = r.cpu+cpu1-cpu0, r.wall+time.Since(wall0)
+					if ops > 0 {
+						cellCPU = fmt.Sprintf("%.0f", float64((cpu1-cpu0).Microseconds())/float64(ops))
+					}
 				}
 				sent2, recv2 := tg.wire.counts()
 				r.sent, r.recv = r.sent+sent2-sent, r.recv+recv2-recv
@@ -426,8 +467,8 @@ cells:
 				r.PerRound = append(r.PerRound, float64(ops)/elapsed.Seconds())
 				done++
 				slices.Sort(lat)
-				report(cfg.Progress, Progress{Done: done, Total: total, Line: fmt.Sprintf("%s, %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors",
-					where, v, r.PerRound[len(r.PerRound)-1], ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), errs)})
+				report(cfg.Progress, Progress{Done: done, Total: total, Line: fmt.Sprintf("%s, %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors, cpu %s µs/op",
+					where, v, r.PerRound[len(r.PerRound)-1], ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), errs, cellCPU)})
 			}
 		}
 	}
@@ -445,6 +486,14 @@ cells:
 			r := ratioOf(d.num+" / "+d.den, n, num.PerRound, den.PerRound, d.target)
 			r.AddedP50Ms, r.AddedP99Ms = round3(num.P50Ms-den.P50Ms), round3(num.P99Ms-den.P99Ms)
 			rep.Ratios = append(rep.Ratios, r)
+		}
+		for _, d := range boundDefs {
+			base, floor := results[key(d.base, n)], results[key(d.floor, n)]
+			if results[key(d.through, n)] == nil || base == nil || floor == nil || base.CPUPerOpUs <= 0 || floor.CPUPerOpUs <= 0 {
+				continue // not measured (or a paired run)
+			}
+			rep.Bounds = append(rep.Bounds, Bound{Name: fmt.Sprintf("%s / %s, %s", d.through, d.base, d.floor), Workers: n,
+				Value: round3(base.CPUPerOpUs / (base.CPUPerOpUs + floor.CPUPerOpUs))})
 		}
 	}
 	rep.Machine.LoadEnd = loadAvg()
@@ -575,7 +624,20 @@ func (r *Result) finish(d time.Duration) {
 	if all := r.Ops + r.Errors; all > 0 {
 		r.SentBytes, r.RecvBytes = round3(float64(r.sent)/float64(all)), round3(float64(r.recv)/float64(all))
 	}
+	r.CPUPerOpUs = round3(r.cpuPerOp())
+	if r.wall > 0 {
+		r.CPUCores = round3(r.cpu.Seconds() / r.wall.Seconds())
+	}
 	r.lat = nil
+}
+
+// cpuPerOp is the process's CPU per successful operation so far, in
+// microseconds (0 when not measured).
+func (r *Result) cpuPerOp() float64 {
+	if r.Ops == 0 || r.cpu == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.Ops)
 }
 
 func ratioOf(name string, n int, num, den []float64, target float64) Ratio {

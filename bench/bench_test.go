@@ -36,6 +36,22 @@ func TestRunSmoke(t *testing.T) {
 		if r.Ops < 1 || r.Errors != 0 || len(r.PerRound) != rounds || r.OpsPerSec <= 0 || r.P50Ms <= 0 || r.P99Ms < r.P50Ms {
 			t.Errorf("result %+v", r)
 		}
+		if r.CPUPerOpUs <= 0 || r.CPUCores <= 0 {
+			t.Errorf("result %s/%d: no CPU measured (%v µs/op, %v CPUs)", r.Variant, r.Workers, r.CPUPerOpUs, r.CPUCores)
+		}
+	}
+	bounds := map[string]int{}
+	for _, b := range rep.Bounds {
+		bounds[b.Name]++
+		if b.Value <= 0 || b.Value >= 1 {
+			t.Errorf("bound %+v: not in (0, 1)", b)
+		}
+	}
+	for _, n := range []string{"gateway-commit / commit, http-floor", "gateway-commit / commit, grpc-floor",
+		"gateway-dispatch / ledger-dispatch, http-floor", "gateway-dispatch / ledger-dispatch, grpc-floor"} {
+		if bounds[n] != len(workers) {
+			t.Errorf("bound %s reported %d times, want %d", n, bounds[n], len(workers))
+		}
 	}
 	for _, v := range bench.Variants() {
 		if seen[v] != len(workers) {
@@ -75,6 +91,12 @@ func TestRunPairedSmoke(t *testing.T) {
 		if r.Ops < 1 || r.Errors != 0 || len(r.PerRound) != 2 || r.OpsPerSec <= 0 {
 			t.Errorf("result %+v", r)
 		}
+		if r.CPUPerOpUs != 0 { // variants share every moment: no CPU is theirs alone
+			t.Errorf("paired result %s has CPU per op %v", r.Variant, r.CPUPerOpUs)
+		}
+	}
+	if len(rep.Bounds) != 0 {
+		t.Errorf("paired run reported bounds %+v", rep.Bounds)
 	}
 }
 

@@ -23,6 +23,13 @@
 //	ledger-lifecycle    one effect through the ledger: Propose, Authorize, Dispatch
 //	gateway-commit      commit through the gateway: client.Commit over loopback TLS to a gateway (leasegate serve's server, started in the process with an etcd client of its own), whose handler makes the same fencedtxn.Commit
 //	gateway-dispatch    ledger-dispatch through the gateway: client.Dispatch of a record proposed by the worker and authorized by an approver identity through the gateway, untimed
+//	http-floor          one bare POST over loopback TLS to a net/http server whose handler does nothing: the least any hop built on net/http (connect) costs
+//	grpc-floor          one bare unary call over loopback TLS to a grpc-go server whose handler does nothing: the same floor for grpc-go
+//
+// An unpaired run reports each variant's process CPU per operation, and
+// from it Bounds: cpu(commit) / (cpu(commit) + cpu(floor)) is the highest
+// gateway-commit / commit any hop at least as costly as the floor could
+// reach where the CPUs bound the run (the same for gateway-dispatch).
 //
 // The gateway variants' workers each have a certificate (an identity) of
 // their own, so a client and connections of their own, as worker processes

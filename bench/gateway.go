@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -35,7 +39,7 @@ const (
 )
 
 // gatewayVariants are the variants that need the gateway.
-var gatewayVariants = []string{GatewayCommit, GatewayDispatch}
+var gatewayVariants = []string{GatewayCommit, GatewayDispatch, HTTPFloor, GRPCFloor}
 
 // benchTrustDomain is the SPIFFE trust domain of the run's throwaway
 // certificates.
@@ -46,6 +50,8 @@ type hop struct {
 	url      string
 	certs    gateway.DevCerts
 	approver *client.Client
+	floor    *floorServer
+	gfloor   *grpcFloorServer
 	close    func()
 }
 
@@ -122,6 +128,14 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 		}
 	})
 	h.url = "https://" + ln.Addr().String()
+	if h.floor, err = startFloor(tlsCfg.Clone()); err != nil {
+		return nil, err
+	}
+	closers = append(closers, h.floor.close)
+	if h.gfloor, err = startGRPCFloor(tlsCfg.Clone()); err != nil {
+		return nil, err
+	}
+	closers = append(closers, h.gfloor.close)
 	if h.approver, err = h.client("approver"); err != nil {
 		return nil, err
 	}
@@ -134,15 +148,20 @@ func workerName(i int) string { return fmt.Sprintf("worker-%d", i) }
 // client is name's Go client of the gateway: its own certificate, so its
 // own connection, as a worker process has.
 func (h *hop) client(name string) (*client.Client, error) {
-	f, ok := h.certs.Clients[name]
-	if !ok {
-		return nil, fmt.Errorf("bench: no certificate for %q", name)
-	}
-	tlsCfg, err := client.TLSConfig(h.certs.CA, f.Cert, f.Key)
+	tlsCfg, err := h.tlsOf(name)
 	if err != nil {
 		return nil, err
 	}
 	return client.New(h.url, tlsCfg)
+}
+
+// tlsOf is name's client TLS configuration: the CA and its certificate.
+func (h *hop) tlsOf(name string) (*tls.Config, error) {
+	f, ok := h.certs.Clients[name]
+	if !ok {
+		return nil, fmt.Errorf("bench: no certificate for %q", name)
+	}
+	return client.TLSConfig(h.certs.CA, f.Cert, f.Key)
 }
 
 // gatewayWorker is one worker's side of the gateway variants: its client,
@@ -154,6 +173,9 @@ type gatewayWorker struct {
 	commitG   coordinator.Grant
 	commitVer int64
 	ledgerG   coordinator.Grant
+	floor     *http.Client // http-floor's: the Go client's transport, this worker's certificate
+	floorURL  string
+	gfloor    *grpc.ClientConn // grpc-floor's: a connection of this worker's own
 	seq       int
 	ready     string // gateway-dispatch's AUTHORIZED operation, made by prepare
 }
@@ -165,6 +187,19 @@ func (h *hop) worker(ctx context.Context, i int) (_ *gatewayWorker, err error) {
 	if w.c, err = h.client(workerName(i)); err != nil {
 		return nil, err
 	}
+	tlsCfg, err := h.tlsOf(workerName(i))
+	if err != nil {
+		return nil, err
+	}
+	w.floor, w.floorURL = floorClient(tlsCfg), h.floor.url
+	if w.gfloor, err = grpc.NewClient(h.gfloor.addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg))); err != nil {
+		return nil, fmt.Errorf("bench: grpc floor client: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = w.gfloor.Close()
+		}
+	}()
 	defer func() {
 		if err != nil {
 			w.c.Close()
@@ -186,6 +221,8 @@ func (h *hop) worker(ctx context.Context, i int) (_ *gatewayWorker, err error) {
 func (w *gatewayWorker) close(ctx context.Context) {
 	_ = w.s.Close(ctx)
 	w.c.Close()
+	w.floor.CloseIdleConnections()
+	_ = w.gfloor.Close()
 }
 
 func (w *gatewayWorker) commit(ctx context.Context) error {
@@ -246,6 +283,10 @@ func (w *worker) gatewayOp(ctx context.Context, v string) (handled bool, err err
 		return true, w.gw.commit(ctx)
 	case GatewayDispatch:
 		return true, w.gw.dispatch(ctx)
+	case HTTPFloor:
+		return true, floorOp(ctx, w.gw.floor, w.gw.floorURL)
+	case GRPCFloor:
+		return true, grpcFloorOp(ctx, w.gw.gfloor)
 	}
 	return false, nil
 }

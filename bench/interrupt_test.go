@@ -120,7 +120,7 @@ func (f hookCore) Sync() error                                     { return nil 
 // second, the report holds the two cells measured and their ratio.
 func TestRunProgressAndInterrupt(t *testing.T) {
 	t.Parallel()
-	l, ctx := newProgressLog(t, `^round 1/5, 1 workers, \S+: \d+ ops/s, p50 [0-9.]+ ms, p99 [0-9.]+ ms, 0 errors$`, 2)
+	l, ctx := newProgressLog(t, `^round 1/5, 1 workers, \S+: \d+ ops/s, p50 [0-9.]+ ms, p99 [0-9.]+ ms, 0 errors, cpu (\d+|-) µs/op$`, 2)
 	rep, err := bench.Run(ctx, bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: []int{1},
 		Rounds: 5, Duration: 20 * time.Millisecond, Variants: []string{bench.Commit, bench.BareCommit}, Progress: l.progress})
 	wantInterrupted(t, err, rep.Interrupted, "after 2 of 10 cells")

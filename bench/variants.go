@@ -47,7 +47,7 @@ const (
 func Variants() []string { return slices.Clone(variants) }
 
 var variants = []string{Put, BareCommit, Commit, Mutex, Election, BareClaimRelease, BareClaimReleaseNoFence, ClaimRelease, LedgerDispatch, LedgerLifecycle,
-	GatewayCommit, GatewayDispatch}
+	GatewayCommit, GatewayDispatch, HTTPFloor, GRPCFloor}
 
 // benchValue is the business value every write carries.
 var benchValue = []byte("bench-value-0123456789abcdef")

@@ -45,6 +45,7 @@ stderr that it was interrupted, and exits 130.`,
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
 			"leasegate bench --paired --variants commit,gateway-commit,ledger-dispatch,gateway-dispatch --workers 16,64 --rounds 5",
+			"leasegate bench --variants commit,gateway-commit,http-floor,grpc-floor --workers 16,64 --rounds 5 --duration 2s   # CPU per op, and the bound the floors set",
 			"leasegate bench --variants claim-release --workers 64 --rounds 1 --duration 20s --cpuprofile claim.pprof   # then: go tool pprof -top claim.pprof",
 			"leasegate --endpoints 10.0.0.1:2379 bench --rounds 3"),
 		Flags: append(etcdFlags(),
@@ -210,11 +211,15 @@ func progress(c *cli.Context) (report func(bench.Progress), end func()) {
 }
 
 func benchTable(r *bench.Report) table {
-	t := table{header: []string{"VARIANT", "WORKERS", "OPS/S", "P50-MS", "P99-MS", "OPS", "ERRORS", "SENT-B/OP", "RECV-B/OP"}}
+	t := table{header: []string{"VARIANT", "WORKERS", "OPS/S", "P50-MS", "P99-MS", "OPS", "ERRORS", "SENT-B/OP", "RECV-B/OP", "CPU-US/OP", "CPUS"}}
 	for _, x := range r.Results {
+		cpu, cores := "-", "-"
+		if x.CPUPerOpUs > 0 {
+			cpu, cores = fmt.Sprintf("%.0f", x.CPUPerOpUs), fmt.Sprintf("%.2f", x.CPUCores)
+		}
 		t.rows = append(t.rows, []string{x.Variant, strconv.Itoa(x.Workers), fmt.Sprintf("%.0f", x.OpsPerSec),
 			fmt.Sprintf("%.3f", x.P50Ms), fmt.Sprintf("%.3f", x.P99Ms), strconv.Itoa(x.Ops), strconv.Itoa(x.Errors),
-			fmt.Sprintf("%.0f", x.SentBytes), fmt.Sprintf("%.0f", x.RecvBytes)})
+			fmt.Sprintf("%.0f", x.SentBytes), fmt.Sprintf("%.0f", x.RecvBytes), cpu, cores})
 	}
 	t.rows = append(t.rows, []string{""}, []string{"RATIO", "WORKERS", "MIN", "MEDIAN", "MAX", "TARGET", "MET", "+P50-MS", "+P99-MS", "PER-ROUND"})
 	for _, x := range r.Ratios {
@@ -230,6 +235,12 @@ func benchTable(r *bench.Report) table {
 		t.rows = append(t.rows, []string{x.Name, strconv.Itoa(x.Workers), fmt.Sprintf("%.3f", x.Min),
 			fmt.Sprintf("%.3f", x.Median), fmt.Sprintf("%.3f", x.Max), target, met,
 			fmt.Sprintf("%+.3f", x.AddedP50Ms), fmt.Sprintf("%+.3f", x.AddedP99Ms), strings.Join(rounds, " ")})
+	}
+	if len(r.Bounds) > 0 {
+		t.rows = append(t.rows, []string{""}, []string{"BOUND (CPU)", "WORKERS", "VALUE"})
+		for _, x := range r.Bounds {
+			t.rows = append(t.rows, []string{x.Name, strconv.Itoa(x.Workers), fmt.Sprintf("%.3f", x.Value)})
+		}
 	}
 	mode := "cells"
 	if r.Paired {
