@@ -47,8 +47,7 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("bound %+v: not in (0, 1)", b)
 		}
 	}
-	for _, n := range []string{"gateway-commit / commit, http-floor", "gateway-commit / commit, grpc-floor",
-		"gateway-dispatch / ledger-dispatch, http-floor", "gateway-dispatch / ledger-dispatch, grpc-floor"} {
+	for _, n := range []string{"gateway-commit / commit, http-floor", "gateway-commit / commit, grpc-floor"} {
 		if bounds[n] != len(workers) {
 			t.Errorf("bound %s reported %d times, want %d", n, bounds[n], len(workers))
 		}

@@ -29,7 +29,7 @@
 // An unpaired run reports each variant's process CPU per operation, and
 // from it Bounds: cpu(commit) / (cpu(commit) + cpu(floor)) is the highest
 // gateway-commit / commit any hop at least as costly as the floor could
-// reach where the CPUs bound the run (the same for gateway-dispatch).
+// reach where the CPUs bound the run.
 //
 // The gateway variants' workers each have a certificate (an identity) of
 // their own, so a client and connections of their own, as worker processes
