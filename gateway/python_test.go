@@ -118,16 +118,25 @@ func TestThePythonWorker(t *testing.T) {
 	if rc := py.next("committed")["receipt"].(map[string]any); rc["disposition"] != string(coordinator.Committed) {
 		t.Fatalf("receipt %v", rc)
 	}
-	approve := func(op string) {
+	// op-1's precondition is observed through the gateway (the worker
+	// holds no provider credential), op-2's given.
+	approve := func(op string, observe bool) {
 		t.Helper()
-		py.send("propose %s checkout.example %s %s", op, "db-"+op, devprovider.Digest("db-1"))
+		if observe {
+			py.send("propose %s checkout.example %s", op, "db-"+op)
+		} else {
+			py.send("propose %s checkout.example %s %s", op, "db-"+op, devprovider.Digest("db-1"))
+		}
 		rec := py.next("proposed")["record"].(map[string]any)
 		pre := rec["precondition"].(map[string]any)["digest"].(string)
+		if pre != devprovider.Digest("db-1") {
+			t.Fatalf("%s proposed with precondition %q, want the provider's world %q", op, pre, devprovider.Digest("db-1"))
+		}
 		if _, err := w.client(r, "approver").Authorize(ctx, tenant, task, op, ledger.Approval{ParamsDigest: rec["paramsDigest"].(string), PreconditionDigest: pre, Note: ""}); err != nil {
 			t.Fatalf("Authorize %s: %v", op, err)
 		}
 	}
-	approve("op-1")
+	approve("op-1", true)
 	py.send("dispatch op-1")
 	if rec := py.next("dispatched")["record"].(map[string]any); rec["state"] != string(ledger.Confirmed) {
 		t.Fatalf("dispatched %v, want CONFIRMED", rec)
@@ -137,7 +146,7 @@ func TestThePythonWorker(t *testing.T) {
 	if o, err := w.client(r, "worker-b").Owner(ctx, tenant, task); err != nil || !o.Owned() || fmt.Sprint(o.Epoch) != epoch {
 		t.Fatalf("after 3 TTLs the python worker's grant is gone: %+v, %v", o, err)
 	}
-	approve("op-2")
+	approve("op-2", false)
 
 	if err := py.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,12 @@ credential: the gateway holds both.
     session.keep_alive()                         # one thread renews every ttl/3
     grant = session.claim("demo", "checkout")
     gw.commit(grant, "op-1", b"hello", expected_version=0)
+    # The world the effect depends on, read by the gateway (we hold no
+    # provider credential): the approver approves it, Dispatch revalidates it.
+    pre = gw.observe_precondition(grant, kind="dns.upsert", target="checkout.example",
+                                  params={"value": "db-2"})
     rec = gw.propose(grant, "dns-1", kind="dns.upsert", target="checkout.example",
-                     params={"value": "db-2"}, precondition_digest="writer=db-1")
+                     params={"value": "db-2"}, precondition_digest=pre["digest"])
     # ... an approver authorizes it (ApproverService/Authorize) ...
     rec = gw.dispatch(grant, "dns-1")            # the gateway calls the provider
 
@@ -114,6 +118,16 @@ class Gateway:
     def get_state(self, tenant, task):
         return self.call(WORKER, "GetState", {"tenant": tenant, "task": task}, write=False)["state"]
 
+    def observe_precondition(self, grant, kind, target, params, policy="v1"):
+        """The world the effect depends on, now, as the gateway's adapter for
+        kind reads it with the server's credentials: an Observation with its
+        digest, the precondition to propose with. A read: nothing written."""
+        out = self.call(WORKER, "ObservePrecondition", {
+            "grant": grant,
+            "effect": {"kind": kind, "target": target, "paramsJson": json.dumps(params), "policy": policy}},
+            write=False)
+        return out["precondition"]
+
     def propose(self, grant, operation, kind, target, params, precondition_digest, policy="v1"):
         out = self.call(WORKER, "Propose", {
             "grant": grant, "operation": operation,
@@ -202,7 +216,10 @@ def main(argv):
     claims --tenant/--task, then obeys one command per stdin line and
     answers one JSON line each on stdout:
 
-        commit OP VALUE VERSION | propose OP TARGET VALUE DIGEST | dispatch OP | quit
+        commit OP VALUE VERSION | propose OP TARGET VALUE [DIGEST] | dispatch OP | quit
+
+    propose without DIGEST observes the precondition through the gateway
+    (ObservePrecondition) and proposes with its digest.
     """
     import argparse
     p = argparse.ArgumentParser(description=main.__doc__)
@@ -228,7 +245,12 @@ def main(argv):
             if words[0] == "commit":
                 say(event="committed", receipt=gw.commit(grant, words[1], words[2].encode(), int(words[3])))
             elif words[0] == "propose":
-                rec = gw.propose(grant, words[1], "dns.upsert", words[2], {"value": words[3]}, words[4])
+                params = {"value": words[3]}
+                if len(words) > 4:
+                    digest = words[4]
+                else:
+                    digest = gw.observe_precondition(grant, "dns.upsert", words[2], params)["digest"]
+                rec = gw.propose(grant, words[1], "dns.upsert", words[2], params, digest)
                 say(event="proposed", record=rec)
             elif words[0] == "dispatch":
                 say(event="dispatched", record=gw.dispatch(grant, words[1]))
