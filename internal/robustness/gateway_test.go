@@ -113,7 +113,7 @@ func TestLostAnswersAndHoldsThroughTheGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.Record(0, robustness.Input{Kind: robustness.Read, Task: "k"}, call, robustness.Output{Version: st.Version, Value: string(st.Value)})
+		h.Record(0, robustness.Input{Kind: robustness.Read, Task: "k"}, call, robustness.Output{Disposition: coordinator.OK, Version: st.Version, Value: string(st.Value)})
 	}
 
 	call := h.Now()

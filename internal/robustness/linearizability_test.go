@@ -88,7 +88,7 @@ func TestCheckerCatchesUnfencedCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h.Record(0, robustness.Input{Kind: robustness.Read, Task: "k"}, call, robustness.Output{Version: st.Version, Value: string(st.Value)})
+			h.Record(0, robustness.Input{Kind: robustness.Read, Task: "k"}, call, robustness.Output{Disposition: coordinator.OK, Version: st.Version, Value: string(st.Value)})
 			// a's lease is forced to expire; b takes the task over.
 			if err := c.RevokeLease(ctx, a.Lease()); err != nil {
 				t.Fatal(err)

@@ -240,7 +240,7 @@ func step(s State, in Input, out Output) []State {
 			return []State{s}
 		}
 	case Read:
-		if d == "" && out.Version == s.Version && out.Value == s.Value {
+		if d == coordinator.OK && out.Version == s.Version && out.Value == s.Value {
 			return []State{s}
 		}
 	}

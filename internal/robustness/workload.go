@@ -408,7 +408,7 @@ func (w *Workload) commit(i int, a actor, g coordinator.Grant, me, op string) bo
 	if err != nil {
 		return true // a failed read has no effect and tells nothing
 	}
-	w.History.Record(i, Input{Kind: Read, Task: g.Task}, call, Output{Version: st.Version, Value: string(st.Value)})
+	w.History.Record(i, Input{Kind: Read, Task: g.Task}, call, Output{Disposition: coordinator.OK, Version: st.Version, Value: string(st.Value)})
 	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: op, Value: []byte(op), ExpectedVersion: st.Version}
 	if f := w.armed[i].Swap(nil); f != nil {
 		(*f)()
@@ -467,7 +467,7 @@ func (w *Workload) Verify(ctx context.Context, cli *clientv3.Client) ([]string, 
 		if err != nil {
 			return nil, err
 		}
-		w.History.Record(w.Clients+w.GatewayClients, Input{Kind: Read, Task: task}, call, Output{Version: st.Version, Value: string(st.Value)})
+		w.History.Record(w.Clients+w.GatewayClients, Input{Kind: Read, Task: task}, call, Output{Disposition: coordinator.OK, Version: st.Version, Value: string(st.Value)})
 		resp, err := cli.Get(ctx, c.Keys().Op(w.Tenant, task, ""), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, err
