@@ -198,6 +198,8 @@ type Error struct {
 	hint string
 }
 
+// Error is the *coordinator.Error's message: disposition, op, task and
+// detail.
 func (e *Error) Error() string { return e.err.Error() }
 
 // Unwrap is the *coordinator.Error.
