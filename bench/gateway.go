@@ -38,7 +38,8 @@ const (
 	GatewayDispatch = "gateway-dispatch"
 )
 
-// gatewayVariants are the variants that need the gateway.
+// gatewayVariants are the variants that need the hop: the gateway, or
+// (the floors) its certificates and servers beside it.
 var gatewayVariants = []string{GatewayCommit, GatewayDispatch, HTTPFloor, GRPCFloor}
 
 // benchTrustDomain is the SPIFFE trust domain of the run's throwaway
@@ -187,6 +188,11 @@ func (h *hop) worker(ctx context.Context, i int) (_ *gatewayWorker, err error) {
 	if w.c, err = h.client(workerName(i)); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			w.c.Close()
+		}
+	}()
 	tlsCfg, err := h.tlsOf(workerName(i))
 	if err != nil {
 		return nil, err
@@ -198,11 +204,6 @@ func (h *hop) worker(ctx context.Context, i int) (_ *gatewayWorker, err error) {
 	defer func() {
 		if err != nil {
 			_ = w.gfloor.Close()
-		}
-	}()
-	defer func() {
-		if err != nil {
-			w.c.Close()
 		}
 	}()
 	if w.s, err = w.c.OpenSession(ctx, 60*time.Second, client.WithKeepAlive()); err != nil {
