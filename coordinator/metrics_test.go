@@ -233,3 +233,51 @@ func TestWithMetricsRefusals(t *testing.T) {
 		lgtest.Coordinator(t, cl, coordinator.WithMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"coordinator": name}, shared)))
 	}
 }
+
+// TestClosedSessionIsNoKeepAliveFailure: a session closed by its owner
+// leaves the live count and counts no keepalive failure of any reason.
+func TestClosedSessionIsNoKeepAliveFailure(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	reg := prometheus.NewRegistry()
+	c := lgtest.Coordinator(t, cl, coordinator.WithMetrics(reg))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	s := lgtest.Session(t, c, "a", 10*time.Second)
+	if err := s.Close(lgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	mfs := scrape(t, srv.URL)
+	if got := value(mfs, "leasegate_sessions"); got != 0 {
+		t.Errorf("sessions after Close: %v, want 0", got)
+	}
+	if mf := mfs["leasegate_keepalive_failures_total"]; mf != nil {
+		for _, m := range mf.GetMetric() {
+			t.Errorf("a closed session counted a keepalive failure: %v", m)
+		}
+	}
+}
+
+// TestMetricsRegistrationFailureLeavesNothing: New whose metrics collide
+// with a collector already on the registry fails, and takes back what it
+// had registered, so that New on the same registry succeeds once the
+// collision is gone.
+func TestMetricsRegistrationFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	reg := prometheus.NewRegistry()
+	// The same descriptor as New's gauge (a registry never takes a name
+	// back with another help text), registered first: New's is refused.
+	clash := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "leasegate", Name: "sessions",
+		Help: "Sessions of this process that can still act (lease not lost, local deadline not passed, not closed)."})
+	if err := reg.Register(clash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coordinator.New(lgtest.Ctx(t), cl.Client(t), coordinator.WithMetrics(reg)); err == nil {
+		t.Fatal("New registered metrics over a collector of the same name")
+	}
+	reg.Unregister(clash)
+	if _, err := coordinator.New(lgtest.Ctx(t), cl.Client(t), coordinator.WithMetrics(reg)); err != nil {
+		t.Fatalf("New after the collision is gone: %v (the failed New left collectors registered)", err)
+	}
+}

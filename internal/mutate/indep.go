@@ -24,6 +24,7 @@ const (
 	limitsGo    = "coordinator/limits.go"
 	realmGo     = "coordinator/realm.go"
 	keysGo      = "coordinator/keys.go"
+	metricsGo   = "coordinator/metrics.go"
 	dispGo      = "coordinator/disposition.go"
 	leasesGo    = "coordinator/leases.go"
 	restoreGo   = "coordinator/restore.go"
@@ -231,6 +232,13 @@ var indepMutations = []Mutation{
 		`for _, ops := range [][]clientv3.Op{r.Then, r.Else} {`, `for _, ops := range [][]clientv3.Op{r.Then} {`),
 
 	// ---- coordinator/realm.go
+	ind("metrics/register-failure-kept", metricsGo, "a New whose metrics fail to register leaves the ones it registered on the registry",
+		"\t\t\tm.unregister()\n\t\t\treturn nil, fmt.Errorf(\"register metrics: %w\", err)", "\t\t\treturn nil, fmt.Errorf(\"register metrics: %w\", err)"),
+	ind("metrics/closed-counts-failure", metricsGo, "a session closed by its owner counts a keepalive failure of reason \"\"",
+		"\tif reason != \"\" {\n\t\tm.kaFailures.WithLabelValues(reason).Inc()", "\t{\n\t\tm.kaFailures.WithLabelValues(reason).Inc()"),
+	ind("keys/parse-task-longer-keys", keysGo, "ParseTask takes a key of more segments (an operation record's) for a task key",
+		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) != 3 {",
+		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) < 3 {"),
 	ind("realm/nested-off-by-one", realmGo, "the nesting check reads the realm itself as the first ancestor",
 		`if firstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
 	ind("realm/rotate-origin-unwritten", realmGo, "a rotation does not record the new realm's origin",
