@@ -121,6 +121,9 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
+	// The floors' copies are taken before Serve, which writes its own
+	// (net/http adds its protocols to the configuration it is given).
+	floorTLS, gfloorTLS := tlsCfg.Clone(), tlsCfg.Clone()
 	go func() { served <- srv.Serve(sctx, ln, tlsCfg, 5*time.Second) }()
 	closers = append(closers, func() {
 		stop()
@@ -129,11 +132,11 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 		}
 	})
 	h.url = "https://" + ln.Addr().String()
-	if h.floor, err = startFloor(tlsCfg.Clone()); err != nil {
+	if h.floor, err = startFloor(floorTLS); err != nil {
 		return nil, err
 	}
 	closers = append(closers, h.floor.close)
-	if h.gfloor, err = startGRPCFloor(tlsCfg.Clone()); err != nil {
+	if h.gfloor, err = startGRPCFloor(gfloorTLS); err != nil {
 		return nil, err
 	}
 	closers = append(closers, h.gfloor.close)
