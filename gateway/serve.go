@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -25,7 +26,11 @@ import (
 // flight finishes and is recorded). Meanwhile it probes the adapters'
 // providers at once and every ProbeInterval (AdapterHealthService).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
-	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	// net/http's own errors (a caller's failed TLS handshake: a certificate
+	// of another CA, a plain-HTTP client) go to the server's log, with its
+	// fields and format, not to the standard library's logger on stderr.
+	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	pctx, stopProbes := context.WithCancel(ctx)
