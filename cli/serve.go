@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -52,7 +53,8 @@ as NOT_SERVING under leasegate.adapter.<kind>. With
 given), a throwaway CA with server, worker, approver and operator certificates
 written to DIR, the simulated providers as adapters; it prints the address and
 a curl line. SIGINT or SIGTERM stops taking calls and lets those under way
-finish (a dispatch in flight is recorded).`,
+finish (a dispatch in flight is recorded). It logs at info on stderr unless
+--log-level is given.`,
 			"leasegate serve --dev /tmp/lg --listen 127.0.0.1:7443",
 			"leasegate serve --config /etc/leasegate/gateway.json",
 			"leasegate serve --config /etc/leasegate/gateway.json --check   # before a rollout"),
@@ -106,7 +108,14 @@ func runServe(c *cli.Context) error {
 		return coordinator.Invalid(op, "--check checks a --config FILE")
 	}
 	g := globalsOf(c)
-	lg := g.lg.Named("serve")
+	// A server logs its state changes: info unless --log-level says
+	// otherwise (the other commands' default, error, would hide a provider
+	// found down at start, a failed handshake, a session refused).
+	glg := g.lg
+	if !c.IsSet("log-level") {
+		glg = newLogger(c.App.ErrWriter, zapcore.InfoLevel)
+	}
+	lg := glg.Named("serve")
 	plan, err := planServe(c, op, lg)
 	if err != nil {
 		return err
@@ -134,12 +143,12 @@ func runServe(c *cli.Context) error {
 	if plan.cfg.Etcd.Prefix != "" {
 		prefix = plan.cfg.Etcd.Prefix
 	}
-	co, err := coordinator.New(ctx, cli3, append(etcdOpts, coordinator.WithPrefix(prefix), coordinator.WithLogger(g.lg), coordinator.WithMetrics(reg))...)
+	co, err := coordinator.New(ctx, cli3, append(etcdOpts, coordinator.WithPrefix(prefix), coordinator.WithLogger(glg), coordinator.WithMetrics(reg))...)
 	cancel()
 	if err != nil {
 		return err
 	}
-	srv, err := gateway.New(co, gateway.WithLogger(g.lg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
+	srv, err := gateway.New(co, gateway.WithLogger(glg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
 		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp))
 	if err != nil {
 		return err

@@ -16,13 +16,15 @@ import (
 )
 
 // serve --dev on an existing etcd (--endpoints) writes its certificates,
-// prints its address and a curl line, serves a worker through the Go
+// prints its address and a curl line, logs its start at info (a server's
+// default level, with no --log-level), serves a worker through the Go
 // client, and stops cleanly on its context.
 func TestServeDev(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
 	b := e.start(t, "serve", "--dev", dir, "--listen", "127.0.0.1:0")
 	line := b.stdout.waitFor(t, "\n")
+	b.stderr.waitFor(t, "gateway serving")
 	var out struct {
 		Disposition string `json:"disposition"`
 		Address     string `json:"address"`
