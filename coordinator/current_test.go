@@ -58,6 +58,13 @@ func TestCurrentAnswersEachRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.ExpiredOwner, func() error { return c.Current(ctx, g) })
+	// The same epoch and owner label on another lease, with the owner key
+	// gone: the fence record names another lease, so the grant was never
+	// this epoch's — stale_owner, not the released grant's expired_owner
+	// (design.md section 4, classification 2 before 3).
+	forged := g
+	forged.Lease++
+	lgtest.RefusedWritingNothing(t, c.Client(), prefix, coordinator.StaleOwner, func() error { return c.Current(ctx, forged) })
 
 	// A newer grant of the task: the old one is stale, the new one current.
 	newer := lgtest.Claim(t, lgtest.Session(t, c, "worker-2", 10*time.Second), "t", "k")

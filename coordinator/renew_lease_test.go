@@ -59,6 +59,29 @@ func TestRenewLeaseWithItsAnswerLostIsOutcomeUnknown(t *testing.T) {
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 }
 
+// TestRenewLeaseOfAGoneLeaseIsExpiredOwner: etcd answers a keepalive of a
+// lease it no longer knows with TTL 0, and the client turns that answer
+// into ErrLeaseNotFound: RenewLease of a revoked lease is expired_owner,
+// never a renewal.
+func TestRenewLeaseOfAGoneLeaseIsExpiredOwner(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.CoordinatorOf(t, cl.Client(t))
+	ctx := lgtest.Ctx(t)
+	resp, err := c.Client().Grant(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client().Revoke(ctx, resp.ID); err != nil {
+		t.Fatal(err)
+	}
+	ttl, _, err := core.RenewLease(c, ctx, int64(resp.ID))
+	lgtest.Want(t, err, coordinator.ExpiredOwner)
+	if ttl != 0 {
+		t.Fatalf("RenewLease of a revoked lease: ttl %v, want 0", ttl)
+	}
+}
+
 // TestAttachKeepsTheGivenDeadline: an attached session may act only until
 // the deadline its last renewal earned, never a fresh TTL from now.
 func TestAttachKeepsTheGivenDeadline(t *testing.T) {
