@@ -35,6 +35,15 @@ type Etcd struct {
 	// clients of Endpoints (TLS, auth); Label names it in the report.
 	Dial  func() (*clientv3.Client, error)
 	Label string
+	// ClientConfig, with Dial, is the configuration Dial's clients are
+	// made from (TLS, user and password or token; its Endpoints are
+	// ignored). Every coordinator the run makes on them gets it
+	// (coordinator.WithClientConfig): a session's keepalive that cannot
+	// renew through its client's connection then logs in on each other
+	// member itself, so that on a cluster with auth one hung member does
+	// not cost a session its lease. Give it whenever Dial's clients have
+	// TLS or a login. Plain clients of Endpoints get theirs without it.
+	ClientConfig *clientv3.Config
 }
 
 // Config says what Run measures and where.
@@ -240,6 +249,9 @@ func (e Etcd) check() error {
 	if (len(e.Endpoints) > 0 || e.Dial != nil) && e.NoFsync {
 		return coordinator.Invalid("bench", "--unsafe-no-fsync applies to the embedded etcd only")
 	}
+	if e.ClientConfig != nil && e.Dial == nil {
+		return coordinator.Invalid("bench", "a client configuration describes Dial's clients: it needs Dial")
+	}
 	return nil
 }
 
@@ -252,19 +264,24 @@ type target struct {
 	// leasegate serve dials); the caller's Etcd.Dial takes none.
 	dialWith func(...grpc.DialOption) (*clientv3.Client, error)
 	wire     *wireCounter // nil when the caller dials (Etcd.Dial)
-	etcd     string
-	fsync    string
-	close    func()
+	// config is what dial's clients are made from, for their coordinators
+	// (newCoordinator); nil on the embedded etcd, a single member.
+	config *clientv3.Config
+	etcd   string
+	fsync  string
+	close  func()
 }
 
 func (e Etcd) open() (*target, error) {
-	tg := &target{etcd: e.Label, fsync: "cluster's own", dial: e.Dial, close: func() {}}
+	tg := &target{etcd: e.Label, fsync: "cluster's own", dial: e.Dial, config: e.ClientConfig, close: func() {}}
 	switch {
 	case e.Dial != nil:
 	case len(e.Endpoints) > 0:
 		tg.etcd = strings.Join(e.Endpoints, ",")
 		tg.wire = &wireCounter{}
 		tg.dialWith = plainDial(e.Endpoints, tg.wire)
+		cfg := plainConfig(e.Endpoints, tg.wire)
+		tg.config = &cfg
 	default:
 		opts := []embedtest.Option{}
 		tg.etcd, tg.fsync = "embedded", "off"
@@ -301,9 +318,24 @@ func (e Etcd) open() (*target, error) {
 
 func plainDial(endpoints []string, wire *wireCounter) func(...grpc.DialOption) (*clientv3.Client, error) {
 	return func(extra ...grpc.DialOption) (*clientv3.Client, error) {
-		return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-			DialOptions: append(append(coordinator.DialOptions(), grpc.WithStatsHandler(wire)), extra...), Logger: zap.NewNop()})
+		return clientv3.New(plainConfig(endpoints, wire, extra...))
 	}
+}
+
+// plainConfig is the configuration of a plain client of endpoints whose
+// bytes wire counts.
+func plainConfig(endpoints []string, wire *wireCounter, extra ...grpc.DialOption) clientv3.Config {
+	return clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		DialOptions: append(append(coordinator.DialOptions(), grpc.WithStatsHandler(wire)), extra...), Logger: zap.NewNop()}
+}
+
+// newCoordinator is coordinator.New on cli, a client of tg, with opts and
+// the configuration tg's clients are made from (coordinator.WithClientConfig).
+func (tg *target) newCoordinator(ctx context.Context, cli *clientv3.Client, opts ...coordinator.Option) (*coordinator.Coordinator, error) {
+	if tg.config != nil {
+		opts = append(opts, coordinator.WithClientConfig(*tg.config))
+	}
+	return coordinator.New(ctx, cli, opts...)
 }
 
 // wireCounter counts the bytes of gRPC messages a client sends and
@@ -362,7 +394,7 @@ func Run(ctx context.Context, cfg Config) (out *Report, err error) {
 	if cfg.Registerer != nil {
 		opts = append(opts, coordinator.WithMetrics(cfg.Registerer))
 	}
-	c, err := coordinator.New(ctx, tg.client, opts...)
+	c, err := tg.newCoordinator(ctx, tg.client, opts...)
 	if err != nil {
 		return nil, err
 	}

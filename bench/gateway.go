@@ -100,7 +100,7 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 	}
 	closers = append(closers, func() { _ = cli.Close() })
 	reg := prometheus.NewRegistry()
-	c, err := coordinator.New(ctx, cli, coordinator.WithPrefix(prefix), coordinator.WithLogger(lg), coordinator.WithMetrics(reg))
+	c, err := tg.newCoordinator(ctx, cli, coordinator.WithPrefix(prefix), coordinator.WithLogger(lg), coordinator.WithMetrics(reg))
 	if err != nil {
 		return nil, err
 	}

@@ -200,7 +200,7 @@ func scaleSize(ctx context.Context, cfg ScaleConfig, tg *target, name string, n 
 	}
 	defer cli.Close()
 	reg := prometheus.NewRegistry()
-	c, err := coordinator.New(ctx, cli, coordinator.WithPrefix(cfg.Prefix), coordinator.WithMetrics(reg))
+	c, err := tg.newCoordinator(ctx, cli, coordinator.WithPrefix(cfg.Prefix), coordinator.WithMetrics(reg))
 	if err != nil {
 		return nil, err
 	}

@@ -198,7 +198,7 @@ func Takeover(ctx context.Context, cfg TakeoverConfig) (*TakeoverReport, error) 
 	waiting := make(chan struct{}, 1)
 	lg := zap.New(zapcore.NewTee(cfg.Logger.Core(),
 		&signalCore{key: "disposition", value: string(coordinator.Busy), ch: waiting}))
-	c, err := coordinator.New(ctx, tg.client, coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(lg))
+	c, err := tg.newCoordinator(ctx, tg.client, coordinator.WithPrefix(cfg.Prefix), coordinator.WithLogger(lg))
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +468,7 @@ func (tk *takeover) newHolder(ctx context.Context, task, cause, who string) (*ho
 			closeCli()
 		}}, nil
 	}
-	hc, err := coordinator.New(ctx, cli, coordinator.WithPrefix(tk.cfg.Prefix))
+	hc, err := tk.tg.newCoordinator(ctx, cli, coordinator.WithPrefix(tk.cfg.Prefix))
 	if err != nil {
 		closeCli()
 		return nil, err

@@ -36,7 +36,9 @@ count — and prints ops/s, p50, p99 and the ratios (each taken round by round,
 every round's printed; the minimum is what a target is checked against) with
 the latency the numerator adds at p50 and p99 (for the gateway's: the hop). Without --endpoints it starts an embedded etcd with fsync on in a
 temporary directory (--unsafe-no-fsync turns fsync off). With --endpoints it
-writes under a fresh prefix of the cluster and deletes it afterwards.
+writes under a fresh prefix of the cluster and deletes it afterwards; the TLS
+and auth flags apply, to its sessions' keepalives too (each member asked with
+the same TLS and login when the client's connection cannot renew).
 It states the plan and its expected length on stderr first, then draws a progress
 bar there when stderr is a terminal, else prints a line per finished cell.
 Interrupted (Ctrl-C, SIGTERM), it prints what it measured until then, says on
@@ -157,7 +159,9 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 			return bench.Etcd{}, nil, coordinator.Invalid(op, "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own")
 		}
 		g := globalsOf(c)
-		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return newClient(g) }}, func() {}, nil
+		cfg := clientConfig(g)
+		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return newClient(g) },
+			ClientConfig: &cfg}, func() {}, nil
 	}
 	if dir := c.String("data-dir"); dir != "" {
 		return bench.Etcd{Dir: dir, NoFsync: nofsync}, func() {}, nil
