@@ -29,6 +29,7 @@ type globals struct {
 	dialTimeout    time.Duration
 	commandTimeout time.Duration
 	tls            *tls.Config
+	tlsFiles       transport.TLSInfo // the files tls was made from (--cacert, --cert, --key)
 	user, password string
 	out            printer
 	lg             *zap.Logger
@@ -105,7 +106,8 @@ func parseGlobals(c *cli.Context) (*globals, error) {
 		return bad("--cert and --key go together")
 	}
 	if ca != "" || cert != "" {
-		cfg, err := transport.TLSInfo{TrustedCAFile: ca, CertFile: cert, KeyFile: key}.ClientConfig()
+		g.tlsFiles = transport.TLSInfo{TrustedCAFile: ca, CertFile: cert, KeyFile: key}
+		cfg, err := g.tlsFiles.ClientConfig()
 		if err != nil {
 			return bad("TLS files: %v", err)
 		}

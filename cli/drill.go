@@ -189,12 +189,17 @@ func drillAction(c *cli.Context) error {
 	ctx := c.Context
 	where := ""
 	var client *clientv3.Client
+	var clientOpts []drill.Option // the cluster's client settings, for the drill's coordinators and workers
 	if endpointsOnCommandLine(c) {
 		client, err = newClient(g)
 		if err != nil {
 			return err
 		}
 		where = "etcd " + strings.Join(g.endpoints, ",")
+		clientOpts = append(clientOpts, drill.WithClientConfig(clientConfig(g)))
+		if g.tls != nil {
+			clientOpts = append(clientOpts, drill.WithTLSFiles(g.tlsFiles))
+		}
 	} else {
 		if _, set := os.LookupEnv(endpointsEnv); set {
 			g.lg.Warn("the drill ignores " + endpointsEnv + ": give --endpoints on the command line to run it on a real cluster")
@@ -219,7 +224,7 @@ func drillAction(c *cli.Context) error {
 	defer client.Close()
 
 	prefix := drillPrefix(g.prefix)
-	opts := append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg))
+	opts := append(append(s.opts, drill.WithPrefix(prefix), drill.WithLogger(g.lg)), clientOpts...)
 	var provs *drill.RealProviders
 	if s.real {
 		if provs, err = drill.StartRealProviders(ctx); err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/cli"
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/realprov"
 )
 
@@ -66,5 +68,27 @@ func TestDrillRealProvidersOneTrial(t *testing.T) {
 	decode(t, r, &rep)
 	if r.code != 0 || !rep.Pass || rep.Servers.Setup <= 0 || rep.Servers.Resets != 1 || rep.Designs["fenced"].Trials != 1 {
 		t.Fatalf("-o json: exit %d, %+v\n%s", r.code, rep, r.stdout)
+	}
+}
+
+// TestDrillRealProvidersSecuredCluster runs one fenced real-provider trial
+// on a cluster with client TLS (certificates required) and auth, given by
+// --endpoints, --cacert/--cert/--key and --user/--password as a user whose
+// role covers the leasegate prefix only: the worker processes, which dial
+// etcd themselves, reach it with the same TLS files and login, and the
+// trial passes.
+func TestDrillRealProvidersSecuredCluster(t *testing.T) {
+	realprov.Skip(t, realprov.HavePostgres)
+	realprov.Skip(t, realprov.HaveBIND)
+	cl := embedtest.NewCluster(t, embedtest.WithTLS(), embedtest.WithAuth("root-pw"))
+	cl.AddPrefixUser(t, "drill", "drill-pw", coordinator.DefaultPrefix+"/")
+	f := cl.TLSFiles()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // longer than lgtest's: a real trial takes seconds
+	defer cancel()
+	r := execApp(t, call{ctx: ctx}, "--endpoints", strings.Join(cl.Endpoints(), ","), "--cacert", f.CA, "--cert", f.ClientCert, "--key", f.ClientKey,
+		"--user", "drill", "--password", "drill-pw",
+		"drill", "--providers", "real", "--trials", "1", "--design", "fenced", "--seed", "3")
+	if r.code != 0 || !strings.Contains(r.stdout, "PASS: ") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -33,6 +35,10 @@ type config struct {
 	Progress func(Progress)
 	Metrics  prometheus.Registerer // WithMetrics (metrics.go)
 	real     *RealProviders        // WithRealProviders (real.go)
+	// clientConfig and tlsFiles: the caller's client settings
+	// (WithClientConfig, WithTLSFiles; client.go).
+	clientConfig *clientv3.Config
+	tlsFiles     *transport.TLSInfo
 	// ViaGateway: the fenced workers reach their gateway over loopback TLS
 	// (gateway.go), else they call the ledger in-process.
 	ViaGateway bool
@@ -218,6 +224,9 @@ type runner struct {
 	coord *coordinator.Coordinator
 	// hop serves the fenced trials' gateways (nil: in-process).
 	hop *hop
+	// worker is how the real-provider workers dial etcd (client.go; nil:
+	// the endpoints alone).
+	worker *workerClient
 	// bypassOnWake breaks the fenced design for a test: a worker woken from
 	// a stop beside the gateway calls the DNS provider itself.
 	bypassOnWake bool
@@ -257,17 +266,30 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 			return nil, coordinator.Invalid("drill", "%v", err)
 		}
 	}
+	if err := checkClient(&cfg); err != nil {
+		return nil, coordinator.Invalid("drill", "%v", err)
+	}
 	lg := cfg.Logger.Named("drill")
-	fixtures, err := RunFixtures(ctx, client, cfg.Prefix+"/fixtures", lg)
+	fixtures, err := runFixtures(ctx, client, cfg.Prefix+"/fixtures", lg, cfg.coordinatorOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("drill: fixtures: %w", err)
 	}
-	coord, err := coordinator.New(ctx, client, append(metricsOptions(cfg.Metrics),
-		coordinator.WithPrefix(cfg.Prefix+"/trials"), coordinator.WithLogger(lg))...)
+	coord, err := coordinator.New(ctx, client, cfg.coordinatorOptions(append(metricsOptions(cfg.Metrics),
+		coordinator.WithPrefix(cfg.Prefix+"/trials"), coordinator.WithLogger(lg))...)...)
 	if err != nil {
 		return nil, fmt.Errorf("drill: %w", err)
 	}
 	r := &runner{cfg: cfg, coord: coord, total: cfg.Trials * len(cfg.Designs)}
+	if cfg.real != nil {
+		dir, err := os.MkdirTemp("", "leasegate-drill-workers-")
+		if err != nil {
+			return nil, fmt.Errorf("drill: the workers' directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if r.worker, err = newWorkerClient(&cfg, dir); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.ViaGateway && cfg.real == nil && slices.Contains(cfg.Designs, Fenced) { // the real providers' world calls its ledger in-process
 		h, err := startHop(lg)
 		if err != nil {

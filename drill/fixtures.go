@@ -35,6 +35,7 @@ type fixtureRunner struct {
 	prefix  string
 	results []FixtureResult
 	lg      *zap.Logger
+	opts    []coordinator.Option // each coordinator's on client (runFixtures)
 }
 
 // Fixture tenant and task.
@@ -48,11 +49,17 @@ const (
 // order. An error means a fixture could not be set up (etcd unreachable,
 // say): the fixtures did not run, which is not a pass.
 func RunFixtures(ctx context.Context, client *clientv3.Client, prefix string, lg *zap.Logger) ([]FixtureResult, error) {
-	c, err := coordinator.New(ctx, client, coordinator.WithPrefix(prefix), coordinator.WithLogger(lg))
+	return runFixtures(ctx, client, prefix, lg)
+}
+
+// runFixtures is RunFixtures with opts for each coordinator on client (Run's
+// WithClientConfig).
+func runFixtures(ctx context.Context, client *clientv3.Client, prefix string, lg *zap.Logger, opts ...coordinator.Option) ([]FixtureResult, error) {
+	c, err := coordinator.New(ctx, client, append([]coordinator.Option{coordinator.WithPrefix(prefix), coordinator.WithLogger(lg)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	f := &fixtureRunner{ctx: ctx, client: client, c: c, prefix: prefix, lg: lg}
+	f := &fixtureRunner{ctx: ctx, client: client, c: c, prefix: prefix, lg: lg, opts: opts}
 	if err := f.run(); err != nil {
 		return f.results, err
 	}
@@ -188,7 +195,7 @@ func (f *fixtureRunner) run() error {
 		return err
 	}
 
-	other, err := coordinator.New(f.ctx, f.client, coordinator.WithPrefix(f.prefix+"-other-realm"), coordinator.WithLogger(f.lg))
+	other, err := coordinator.New(f.ctx, f.client, append([]coordinator.Option{coordinator.WithPrefix(f.prefix + "-other-realm"), coordinator.WithLogger(f.lg)}, f.opts...)...)
 	if err != nil {
 		return err
 	}

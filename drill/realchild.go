@@ -21,8 +21,9 @@ import (
 
 // A real trial's workers are processes: the drill's own binary (leasegate,
 // or the test binary the drill runs in) started again with workerEnv set
-// to a workerSpec. The worker process dials etcd itself, builds its own
-// adapters on the real servers, keeps its own lease alive with its own
+// to a workerSpec. The worker process dials etcd itself (with the drill's
+// client's TLS files and login: client.go), builds its own adapters on the
+// real servers, keeps its own lease alive with its own
 // heartbeat, and runs the design's worker code (realfenced.go,
 // realnaive.go). What only the drill can do — stamp and keep the
 // trajectory, order the provider calls and credit their effects (watch),
@@ -63,6 +64,11 @@ type workerSpec struct {
 	DNSAddr      string           `json:"dns_addr"`
 	Zone         string           `json:"zone"`
 	KeyFile      string           `json:"key_file"`
+
+	// Client is how to dial Endpoints as the drill's client does
+	// (client.go: TLS files, user, the file of the password; nil: the
+	// endpoints alone).
+	Client *workerClient `json:"client,omitempty"`
 }
 
 // linkMsg is one line between a worker process and the drill: a request
@@ -158,11 +164,19 @@ func workerMain(specJSON string) int {
 // client and coordinator, its own adapters, the trial's plan drawn from
 // the same seed, and the link for the rest.
 func newWorkerWorld(ctx context.Context, sp workerSpec, link *workerLink) (*realWorld, error) {
-	client, err := clientv3.New(clientv3.Config{Endpoints: sp.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg, err := sp.Client.config(sp.Endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
-	coord, err := coordinator.New(ctx, client, coordinator.WithPrefix(sp.Prefix))
+	client, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	// Bounded as one request: a worker that cannot reach etcd (a TLS or
+	// login it lacks) fails now, not at the trial's limit.
+	nctx, cancel := context.WithTimeout(ctx, coordinator.DefaultRequestTimeout)
+	defer cancel()
+	coord, err := coordinator.New(nctx, client, coordinator.WithPrefix(sp.Prefix), coordinator.WithClientConfig(cfg))
 	if err != nil {
 		return nil, errors.Join(err, client.Close())
 	}

@@ -86,7 +86,7 @@ func (wk *realWorker) runProc() {
 // spec is what the worker process is given.
 func (wk *realWorker) spec() workerSpec {
 	w, p := wk.w, wk.w.prov
-	return workerSpec{Endpoints: w.run.coord.Client().Endpoints(), Prefix: w.run.cfg.Prefix + "/trials",
+	return workerSpec{Endpoints: w.run.coord.Client().Endpoints(), Client: w.run.worker, Prefix: w.run.cfg.Prefix + "/trials",
 		Design: w.design, Trial: w.trial, Seed: w.run.cfg.Seed, Task: w.task, Name: wk.name, First: wk.first,
 		Nodes:        []pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: p.standbyConn()}},
 		PasswordFile: p.passwordFile, ProxyPort: p.proxyPort, DNSAddr: p.dns.Addr, Zone: p.dns.Zone, KeyFile: p.dns.KeyFile}
