@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/secretfile"
 )
 
 // The caller's etcd client settings (WithClientConfig, WithTLSFiles): the
@@ -71,7 +72,8 @@ func checkClient(c *config) error {
 
 // workerClient is how a worker process dials etcd, as the drill's client
 // does: the TLS files, the user, and the file that holds the password or
-// token (never the spec itself: the spec is in the worker's environment).
+// token (never the spec itself: the spec is in the worker's environment),
+// read as every credential file is (internal/secretfile).
 // The worker's dial options are coordinator.DialOptions(), not the
 // caller's.
 type workerClient struct {
@@ -133,9 +135,9 @@ func (wc *workerClient) config(endpoints []string) (clientv3.Config, error) {
 	}
 	cfg.Username = wc.User
 	if wc.SecretFile != "" {
-		b, err := os.ReadFile(wc.SecretFile)
+		b, err := secretfile.Read("etcd credentials file", wc.SecretFile) // private to this user, as every credential file
 		if err != nil {
-			return clientv3.Config{}, fmt.Errorf("etcd credentials: %w", err)
+			return clientv3.Config{}, err
 		}
 		var s workerSecret
 		if err := json.Unmarshal(b, &s); err != nil {
