@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
@@ -141,5 +144,53 @@ func TestAnOversizedMessageIsInvalidInputWritingNothing(t *testing.T) {
 		if code, body, err := post(pad(limit)); err != nil || strings.Contains(body, "over the limit") {
 			t.Fatalf("a request at the limit: HTTP %d %s %v", code, body, err)
 		}
+	})
+}
+
+// The services that need no certificate (health, reflection) hold a
+// message to the same limit: a caller with none cannot make the server
+// read, or gunzip, a message of any size. Over the limit is refused; a
+// message under it is answered.
+func TestTheLimitHoldsWithoutACertificate(t *testing.T) {
+	const limit = 4096
+	w := newWorld(t)
+	r := w.replica(gateway.WithMaxMessageBytes(limit))
+	ctx := lgtest.Ctx(t)
+	big := strings.Repeat("a", 64*limit)
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: w.tlsOf(""), ForceAttemptHTTP2: true}}
+	defer h2.CloseIdleConnections()
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		if c := connect.CodeOf(err); err == nil || (c != connect.CodeInvalidArgument && c != connect.CodeResourceExhausted) {
+			msg := fmt.Sprint(err)
+			t.Fatalf("a message over the limit: %.200s (%v), want it refused for its size", msg, connect.CodeOf(err))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		opts []connect.ClientOption
+	}{
+		{"health, gzipped", []connect.ClientOption{connect.WithSendGzip()}},
+		{"health over grpc", []connect.ClientOption{connect.WithGRPC()}},
+		{"health over grpc, gzipped", []connect.ClientOption{connect.WithGRPC(), connect.WithSendGzip()}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hc := grpchealth.NewClient(h2, r.ts.URL, c.opts...)
+			_, err := hc.Check(ctx, &grpchealth.CheckRequest{Service: big})
+			refused(t, err)
+			if res, err := hc.Check(ctx, &grpchealth.CheckRequest{Service: leasegatev1connect.WorkerServiceName}); err != nil || res.Status != grpchealth.StatusServing {
+				t.Fatalf("a small health check: %v, %v", res, err)
+			}
+		})
+	}
+	t.Run("reflection", func(t *testing.T) {
+		raw := connect.NewClient[reflectionpb.ServerReflectionRequest, reflectionpb.ServerReflectionResponse](h2,
+			r.ts.URL+"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", connect.WithGRPC())
+		stream := raw.CallBidiStream(ctx)
+		defer func() { _ = stream.CloseResponse() }() // even when refused fails: the server must not wait for more
+		_ = stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_FileByFilename{FileByFilename: big}})
+		_ = stream.CloseRequest()
+		_, err := stream.Receive()
+		refused(t, err)
 	})
 }

@@ -223,26 +223,31 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 // (grpc.health.v1) and server reflection, and /metrics when WithMetrics
 // was given. Serve it over TLS with TLSConfig (HTTP/2 for gRPC).
 func (s *Server) Handler() http.Handler {
-	hopts := []connect.HandlerOption{
-		connect.WithInterceptors(s.interceptor()),
+	// The message limit, for every service: health and reflection need no
+	// certificate, and without it a caller with none could make the server
+	// read a message of any size into memory (or gunzip one).
+	limits := []connect.HandlerOption{
 		connect.WithReadMaxBytes(s.opts.maxMessageBytes),
-		connect.WithCodec(jsonCodec{}),
-		// Answers are small: compressing them costs more CPU than it saves
-		// on loopback or a LAN (gzip was a tenth of a commit's CPU).
-		connect.WithCompressMinBytes(compressMinBytes),
 		// gzip as connect's, its decompressed size held to the limit
 		// (limit.go).
 		connect.WithCompression("gzip", s.newDecompressor, func() connect.Compressor { return gzip.NewWriter(io.Discard) }),
 	}
+	hopts := append([]connect.HandlerOption{
+		connect.WithInterceptors(s.interceptor()),
+		connect.WithCodec(jsonCodec{}),
+		// Answers are small: compressing them costs more CPU than it saves
+		// on loopback or a LAN (gzip was a tenth of a commit's CPU).
+		connect.WithCompressMinBytes(compressMinBytes),
+	}, limits...)
 	mux := http.NewServeMux()
 	mux.Handle(leasegatev1connect.NewWorkerServiceHandler(workers{s}, hopts...))
 	mux.Handle(leasegatev1connect.NewApproverServiceHandler(approvers{s}, hopts...))
 	mux.Handle(leasegatev1connect.NewOperatorServiceHandler(operators{s}, hopts...))
 	services := []string{leasegatev1connect.WorkerServiceName, leasegatev1connect.ApproverServiceName, leasegatev1connect.OperatorServiceName}
-	mux.Handle(grpchealth.NewHandler(healthChecker{s.health.checker, s.health}))
+	mux.Handle(grpchealth.NewHandler(healthChecker{s.health.checker, s.health}, limits...))
 	reflector := grpcreflect.NewStaticReflector(services...)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, limits...))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, limits...))
 	if s.opts.gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(s.opts.gatherer, promhttp.HandlerOpts{}))
 	}
