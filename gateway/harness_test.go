@@ -49,6 +49,9 @@ type world struct {
 	coordOpts []coordinator.Option
 	// etcdDial are dial options of every replica's etcd client.
 	etcdDial []grpc.DialOption
+	// clientCA, if set, is the CA file replicas verify callers against
+	// instead of certs.CA.
+	clientCA string
 }
 
 func newWorld(t *testing.T) *world {
@@ -102,7 +105,11 @@ func (w *world) replicaWrapped(wrap func(http.Handler) http.Handler, opts ...gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
+	clientCA := w.certs.CA
+	if w.clientCA != "" {
+		clientCA = w.clientCA
+	}
+	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, clientCA)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -13,15 +14,36 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 )
 
-// CertIdentity is the identity a certificate names: its first URI SAN in
-// SPIFFE form (spiffe://<trust-domain>/<path>), else its subject CN.
-func CertIdentity(cert *x509.Certificate) string {
+// CertIdentity is the identity a certificate names, or why it names none.
+// A certificate with a SPIFFE ID (a URI SAN of scheme spiffe) is that ID:
+// it must carry exactly one URI SAN, a well-formed SPIFFE ID
+// (spiffe://<trust-domain>/<path>: no user, port, query or fragment), as
+// an X.509-SVID does. A certificate without one is its subject CN, which
+// must not itself be in SPIFFE form: the two namespaces stay apart, so that
+// a certificate whose CN a CA took from a request cannot pass for a
+// workload's SPIFFE ID. Other URI SANs (not spiffe) are not identities.
+func CertIdentity(cert *x509.Certificate) (string, error) {
+	var spiffe []*url.URL
 	for _, u := range cert.URIs {
-		if u.Scheme == "spiffe" && u.Host != "" {
-			return u.String()
+		if strings.EqualFold(u.Scheme, "spiffe") {
+			spiffe = append(spiffe, u)
 		}
 	}
-	return cert.Subject.CommonName
+	switch {
+	case len(spiffe) > 0 && len(cert.URIs) > 1:
+		return "", fmt.Errorf("the certificate has %d URI SANs, %d of them SPIFFE IDs: an X.509-SVID carries exactly one", len(cert.URIs), len(spiffe))
+	case len(spiffe) == 1:
+		u := spiffe[0]
+		if u.Host == "" || u.Opaque != "" || u.User != nil || u.Port() != "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+			return "", fmt.Errorf("URI SAN %q is not a SPIFFE ID (spiffe://<trust-domain>/<path>)", u)
+		}
+		return u.String(), nil
+	case cert.Subject.CommonName == "":
+		return "", fmt.Errorf("the certificate has neither a SPIFFE ID nor a CN")
+	case len(cert.Subject.CommonName) >= len("spiffe:") && strings.EqualFold(cert.Subject.CommonName[:len("spiffe:")], "spiffe:"):
+		return "", fmt.Errorf("the certificate has no SPIFFE ID but CN %q: a SPIFFE ID is taken from the URI SAN only", cert.Subject.CommonName)
+	}
+	return cert.Subject.CommonName, nil
 }
 
 type callerKey struct{}
@@ -64,7 +86,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				Detail: "no client certificate: the gateway knows its callers by their certificates"}))
 			return
 		}
-		name := CertIdentity(r.TLS.VerifiedChains[0][0])
+		name, err := CertIdentity(r.TLS.VerifiedChains[0][0])
+		if err != nil {
+			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
+				Detail: fmt.Sprintf("the client certificate names no identity: %v", err)}))
+			return
+		}
 		id, ok := s.identities[name]
 		if !ok {
 			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
