@@ -143,6 +143,9 @@ func checkIdentities(ids []Identity) error {
 				return fmt.Errorf("identities: %q has role %q; roles are worker, approver, operator", id.ID, r)
 			}
 		}
+		if id.Has(RoleWorker) && id.Has(RoleApprover) {
+			return fmt.Errorf("identities: %q is a worker and an approver: it could approve the effects it proposes; give the approver a certificate of its own", id.ID)
+		}
 		if len(id.Tenants) == 0 {
 			return fmt.Errorf("identities: %q has no tenant (%q for all)", id.ID, AllTenants)
 		}

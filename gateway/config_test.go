@@ -11,7 +11,8 @@ import (
 
 // A configuration is checked whole when it is read: a misspelt field, an
 // identity that cannot be an owner label, an unknown role, an identity with
-// no tenant are each refused, naming what is wrong.
+// no tenant, a worker that is also an approver (it could approve its own
+// effects) are each refused, naming what is wrong.
 func TestLoadConfigRefusesWhatItCannotUse(t *testing.T) {
 	base := `"tls":{"cert":"s.pem","key":"k.pem","client_ca":"ca.pem"},"etcd":{"endpoints":["127.0.0.1:2379"]},"session_key_file":"key"`
 	for _, c := range []struct{ name, json, says string }{
@@ -20,6 +21,7 @@ func TestLoadConfigRefusesWhatItCannotUse(t *testing.T) {
 		{"an unknown role", `{` + base + `,"identities":[{"id":"w","roles":["admin"],"tenants":["t"]}]}`, "roles are worker, approver, operator"},
 		{"no tenant", `{` + base + `,"identities":[{"id":"w","roles":["worker"]}]}`, "no tenant"},
 		{"no client CA", `{"tls":{"cert":"s","key":"k"},"etcd":{"endpoints":["e"]},"session_key_file":"key"}`, "client_ca"},
+		{"a worker that is an approver", `{` + base + `,"identities":[{"id":"w","roles":["worker","approver"],"tenants":["t"]}]}`, "could approve the effects it proposes"},
 		{"an identity twice", `{` + base + `,"identities":[{"id":"w","roles":["worker"],"tenants":["t"]},{"id":"w","roles":["approver"],"tenants":["t"]}]}`, "twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
