@@ -31,9 +31,10 @@ const (
 )
 
 // The callers of every test: two workers of tenant-a, a worker of tenant-b,
-// an approver, an operator, and a certificate from the same CA that the
-// server's configuration does not name.
-var callers = []string{"worker-a", "worker-b", "worker-other", "approver", "operator", "stranger"}
+// an approver of tenant-a, an operator of every tenant and one of tenant-b,
+// and a certificate from the same CA that the server's configuration does
+// not name.
+var callers = []string{"worker-a", "worker-b", "worker-other", "approver", "operator", "operator-b", "stranger"}
 
 // world is one etcd cluster, the certificates, the simulated provider and
 // the identities every server of a test shares.
@@ -69,6 +70,7 @@ func newWorld(t *testing.T) *world {
 		{ID: certs.IDs["worker-other"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{otherTenant}},
 		{ID: certs.IDs["approver"], Roles: []gateway.Role{gateway.RoleApprover}, Tenants: []string{tenant}},
 		{ID: certs.IDs["operator"], Roles: []gateway.Role{gateway.RoleOperator}, Tenants: []string{gateway.AllTenants}},
+		{ID: certs.IDs["operator-b"], Roles: []gateway.Role{gateway.RoleOperator}, Tenants: []string{otherTenant}},
 	}
 	return w
 }
