@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
-
-	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"strings"
 	"testing"
 	"time"
+
+	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/gateway"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
@@ -153,5 +157,97 @@ func TestApprovalRecordsTheCertificateIdentity(t *testing.T) {
 	}
 	if got := w.provider.Record("checkout.example"); got != "db-2" {
 		t.Fatalf("provider record %q, want db-2", got)
+	}
+}
+
+// lostAnswers is a provider whose every answer is lost and whose world
+// cannot tell what happened: a dispatch to it ends UNKNOWN, and a
+// reconcile MANUAL_REVIEW, for an operator to resolve.
+type lostAnswers struct{}
+
+const kindLost = "test.lost"
+
+func (lostAnswers) Kind() string              { return kindLost }
+func (lostAnswers) Contract() ledger.Contract { return ledger.Contract{} }
+func (lostAnswers) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
+	return ledger.Observation{Digest: "world-1", At: time.Now()}, nil
+}
+func (lostAnswers) Apply(context.Context, ledger.Call) (ledger.Evidence, error) {
+	return ledger.Evidence{}, ledger.Ambiguous(context.DeadlineExceeded)
+}
+func (lostAnswers) Observe(context.Context, ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	return ledger.Inconclusive, ledger.Evidence{}, nil
+}
+
+// A rejection and a resolution are journaled with the caller's
+// certificate identity, as an approval is; no request field can name
+// another (a request that tries is refused as a field the API does not
+// have, nothing written).
+func TestDecisionsRecordTheCallersCertificateIdentity(t *testing.T) {
+	w := newWorld(t)
+	r := w.replica(gateway.WithAdapters(lostAnswers{}))
+	ctx := lgtest.Ctx(t)
+	wa, ap, op := w.client(r, "worker-a"), w.client(r, "approver"), w.client(r, "operator")
+	g := claim(t, w.session(wa, 30*time.Second), tenant, "task-1")
+	pre := ledger.Observation{Digest: "world-1", At: time.Now()}
+	propose := func(operation string) ledger.Record {
+		t.Helper()
+		rec, err := wa.Propose(ctx, g, operation, ledger.Effect{Kind: kindLost, Target: "x", Params: json.RawMessage(`{"v":1}`), Policy: "v1"}, pre)
+		if err != nil {
+			t.Fatalf("Propose %s: %v", operation, err)
+		}
+		return rec
+	}
+	last := func(operation string) ledger.Transition {
+		t.Helper()
+		_, journal, err := wa.Record(ctx, tenant, "task-1", operation)
+		if err != nil || len(journal) == 0 {
+			t.Fatalf("Record %s: %v, journal %v", operation, err, journal)
+		}
+		return journal[len(journal)-1]
+	}
+
+	propose("op-rejected")
+	if _, err := ap.Reject(ctx, tenant, "task-1", "op-rejected", "not now"); err != nil {
+		t.Fatalf("Reject: %v", err)
+	}
+	if tr := last("op-rejected"); tr.To != ledger.Rejected || !strings.Contains(tr.Reason, "rejected by "+w.certs.IDs["approver"]+":") {
+		t.Fatalf("the rejection's journal entry %+v does not name the approver %s", tr, w.certs.IDs["approver"])
+	}
+
+	rec := propose("op-lost")
+	if _, err := ap.Authorize(ctx, tenant, "task-1", "op-lost", ledger.Approval{ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest}); err != nil {
+		t.Fatalf("Authorize: %v", err)
+	}
+	if out, err := wa.Dispatch(ctx, g, "op-lost"); err != nil || out.State != ledger.Unknown {
+		t.Fatalf("Dispatch: %v, %+v", err, out)
+	}
+	if recs, err := wa.Reconcile(ctx, g); err != nil || len(recs) != 1 || recs[0].State != ledger.ManualReview {
+		t.Fatalf("Reconcile: %v, %+v", err, recs)
+	}
+	// The approver's name in a request field: a field the API does not have.
+	hc := w.httpClient("operator")
+	lgtest.RefusedWritingNothing(t, w.etcd, coordinator.DefaultPrefix, coordinator.InvalidInput, func() error {
+		body := `{"tenant":"` + tenant + `","task":"task-1","operation":"op-lost","to":"SUPERSEDED","why":"w","approver":"someone-else"}`
+		resp, err := hc.Post(r.ts.URL+leasegatev1connect.OperatorServiceResolveProcedure, "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var e struct {
+			Details []struct {
+				Debug struct{ Disposition string } `json:"debug"`
+			} `json:"details"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || len(e.Details) != 1 {
+			t.Fatalf("HTTP %d: no refusal (%v)", resp.StatusCode, err)
+		}
+		return &coordinator.Error{Disposition: coordinator.Disposition(e.Details[0].Debug.Disposition)}
+	})
+	if _, err := op.Resolve(ctx, tenant, "task-1", "op-lost", ledger.Superseded, ledger.Evidence{}, "the provider shows nothing; a new operation will redo it"); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if tr := last("op-lost"); tr.To != ledger.Superseded || tr.Approver != w.certs.IDs["operator"] || !strings.Contains(tr.Reason, "resolved by "+w.certs.IDs["operator"]+":") {
+		t.Fatalf("the resolution's journal entry %+v does not name the operator %s", tr, w.certs.IDs["operator"])
 	}
 }
