@@ -10,12 +10,17 @@
 // # Guarantees
 //
 //   - Identity comes from the client certificate only (a URI SAN
-//     spiffe://<trust-domain>/<path>, else the CN). A worker claims only
+//     spiffe://<trust-domain>/<path>, the certificate's only URI SAN; else
+//     the CN, not in SPIFFE form). A worker claims only
 //     under its identity as owner label, and commits, dispatches, releases
 //     and reconciles only with grants naming it; an approval records the
 //     approver's identity, never a request field. No certificate is
 //     unauthenticated, a wrong role or tenant permission_denied, and nothing
-//     is written in either case.
+//     is written in either case. An identity is never both worker and
+//     approver.
+//   - Health, reflection and /metrics hold a caller without a certificate
+//     to the same message limit (gzip decompressed included), and the
+//     metrics' labels are bounded by the API whatever paths callers send.
 //   - A session's lease is renewed only in answer to its worker's own
 //     renewal (RenewSession, or a KeepAlive message): a worker that stops
 //     talking loses its lease at its TTL, as in-process. Each renewal answer
@@ -43,6 +48,10 @@
 //
 // # Non-guarantees
 //
+//   - Health, reflection and /metrics need no certificate: anyone who
+//     reaches the port reads the API's schema, which services and adapter
+//     kinds are up, and counts by procedure and code (no tenant, task,
+//     owner or lease).
 //   - A provider that answers a probe may still refuse or lose the next
 //     call; a provider that does not is not refused a dispatch by the
 //     health service (each dispatch decides for itself).
