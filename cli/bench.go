@@ -160,7 +160,7 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 		}
 		g := globalsOf(c)
 		cfg := clientConfig(g)
-		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return newClient(g) },
+		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return dialReady(c) },
 			ClientConfig: &cfg}, func() {}, nil
 	}
 	if dir := c.String("data-dir"); dir != "" {

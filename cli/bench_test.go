@@ -64,6 +64,16 @@ func TestBench(t *testing.T) {
 			t.Fatalf("report %v", obj)
 		}
 	})
+	t.Run("unreachable", func(t *testing.T) {
+		// No etcd at --endpoints: a hold within --dial-timeout, not at a
+		// request's own timeout (10 s) or the run's end.
+		r := execApp(t, call{}, "--endpoints", "127.0.0.1:1", "--dial-timeout", "500ms", "-o", "json", "bench", "--workers", "1",
+			"--rounds", "1", "--duration", "20ms", "--variants", "bare-commit")
+		want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+		if !strings.Contains(r.stderr, "no connection to etcd at 127.0.0.1:1 within --dial-timeout 500ms") {
+			t.Fatalf("stderr %q does not say what was not reached within what", r.stderr)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		e := newEnv(t)
 		for _, args := range [][]string{

@@ -243,12 +243,43 @@ func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.
 	if err != nil {
 		closeClient()
 		if errors.Is(context.Cause(dctx), errDialTimeout) && coordinator.DispositionOf(err) == coordinator.AuthorityUnavailable {
-			err = withHandshakeReason(c, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
-				Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)})
+			err = withHandshakeReason(c, noConnection(g))
 		}
 		return nil, nil, err
 	}
 	return co, closeClient, nil
+}
+
+// noConnection is a connection to etcd that never became ready within
+// --dial-timeout: a hold.
+func noConnection(g *globals) error {
+	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
+		Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)}
+}
+
+// dialReady opens a client as the global flags say, its connection ready
+// within --dial-timeout, for a command that sets up before its first
+// request (bench): an etcd it cannot reach is a hold at once, as connect's
+// first request would say, not at a later request's own timeout.
+func dialReady(c *cli.Context) (*clientv3.Client, error) {
+	g := globalsOf(c)
+	client, err := newClient(g)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithCancelCause(c.Context)
+	defer cancel(nil)
+	ready := make(chan struct{})
+	client.ActiveConnection().Connect() // no request will make it connect meanwhile
+	waitReady(dctx, client, g.dialTimeout, cancel, ready)
+	if err := context.Cause(dctx); err != nil {
+		_ = client.Close()
+		if errors.Is(err, errDialTimeout) {
+			return nil, withHandshakeReason(c, noConnection(g))
+		}
+		return nil, err
+	}
+	return client, nil
 }
 
 // clientConfig is the etcd client configuration the global flags say.
