@@ -150,7 +150,7 @@ var credentialEnv = []string{envUser, envPassword}
 
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "endpoints", Usage: "etcd endpoints, comma-separated", Value: cli.NewStringSlice(defaultEndpoint), EnvVars: []string{"LEASEGATE_ENDPOINTS"}},
+		&cli.StringSliceFlag{Name: "endpoints", Usage: "etcd endpoints, comma-separated", Value: cli.NewStringSlice(defaultEndpoint), EnvVars: []string{endpointsEnv}},
 		&cli.StringFlag{Name: "prefix", Usage: "key prefix of leasegate's keyspace", Value: coordinator.DefaultPrefix, EnvVars: []string{"LEASEGATE_PREFIX"}},
 		&cli.DurationFlag{Name: "dial-timeout", Usage: "how long to wait for a connection to etcd", Value: defaultDialTimeout},
 		&cli.DurationFlag{Name: "command-timeout", Usage: "how long one command may wait for etcd's answers", Value: defaultCommandTimeout},

@@ -34,8 +34,12 @@ this process on loopback TLS with an etcd client of its own, each worker
 calling it with the Go client and a certificate of its own) — at each worker
 count — and prints ops/s, p50, p99 and the ratios (each taken round by round,
 every round's printed; the minimum is what a target is checked against) with
-the latency the numerator adds at p50 and p99 (for the gateway's: the hop). Without --endpoints it starts an embedded etcd with fsync on in a
-temporary directory (--unsafe-no-fsync turns fsync off). With --endpoints it
+the latency the numerator adds at p50 and p99 (for the gateway's: the hop).
+Unless --endpoints is given on the command line it starts an embedded etcd
+with fsync on in a temporary directory (--unsafe-no-fsync turns fsync off):
+an exported LEASEGATE_ENDPOINTS does not count, so that the load a bench
+writes never reaches a real cluster through the environment (the same holds
+for bench takeover and bench scale). With --endpoints on the command line it
 writes under a fresh prefix of the cluster and deletes it afterwards; the TLS
 and auth flags apply, to its sessions' keepalives too (each member asked with
 the same TLS and login when the client's connection cannot renew).
@@ -146,12 +150,14 @@ func interruptedOrNot(err error) error {
 }
 
 // benchEtcd is the etcd a bench command measures: the cluster at
-// --endpoints when given, else an embedded member in --data-dir or a
-// temporary directory (removed by the returned func).
+// --endpoints when given on the command line (endpointsOnCommandLine: a
+// bench writes load, and LEASEGATE_ENDPOINTS alone never sends it to a
+// cluster), else an embedded member in --data-dir or a temporary directory
+// (removed by the returned func).
 func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 	op := c.Command.FullName()
 	nofsync := c.Bool("unsafe-no-fsync")
-	if c.IsSet("endpoints") {
+	if endpointsOnCommandLine(c) {
 		if c.IsSet("data-dir") {
 			return bench.Etcd{}, nil, coordinator.Invalid(op, "--data-dir is for the embedded etcd; drop it or --endpoints")
 		}
@@ -163,6 +169,7 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 		return bench.Etcd{Label: strings.Join(g.endpoints, ","), Dial: func() (*clientv3.Client, error) { return dialReady(c) },
 			ClientConfig: &cfg}, func() {}, nil
 	}
+	ignoringEndpointsEnv(globalsOf(c).lg, "leasegate "+op)
 	if dir := c.String("data-dir"); dir != "" {
 		return bench.Etcd{Dir: dir, NoFsync: nofsync}, func() {}, nil
 	}

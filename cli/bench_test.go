@@ -92,3 +92,23 @@ func TestBench(t *testing.T) {
 		}
 	})
 }
+
+// TestBenchIgnoresEndpointsFromTheEnvironment: a bench writes load, so an
+// exported LEASEGATE_ENDPOINTS alone does not send it to a cluster — with
+// the variable naming an address no etcd listens on, bench measures its own
+// embedded etcd and succeeds. On the command line the address is the etcd
+// it measures, here unreachable: a hold, exit 3.
+func TestBenchIgnoresEndpointsFromTheEnvironment(t *testing.T) {
+	const noEtcd = "127.0.0.1:1" // tcpmux's port: no etcd listens there
+	t.Setenv("LEASEGATE_ENDPOINTS", noEtcd)
+	r := execApp(t, call{}, "-o", "json", "bench", "--unsafe-no-fsync", "--workers", "1", "--rounds", "1", "--duration", "20ms",
+		"--variants", "bare-commit")
+	if obj := wantBench(t, r); obj["etcd"] != "embedded" {
+		t.Fatalf("bench with %s in the environment measured %v", noEtcd, obj["etcd"])
+	}
+	// On the command line it counts (the environment names a live cluster).
+	t.Setenv("LEASEGATE_ENDPOINTS", strings.Join(shared.Endpoints(), ","))
+	r = execApp(t, call{}, "--endpoints", noEtcd, "--dial-timeout", "500ms", "-o", "json", "bench", "--workers", "1", "--rounds", "1", "--duration", "20ms",
+		"--variants", "bare-commit")
+	want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -280,6 +282,41 @@ func dialReady(c *cli.Context) (*clientv3.Client, error) {
 		return nil, err
 	}
 	return client, nil
+}
+
+// endpointsEnv is the environment variable the global --endpoints flag
+// also reads.
+const endpointsEnv = "LEASEGATE_ENDPOINTS"
+
+// endpointsOnCommandLine reports whether --endpoints came from the command
+// line, not only from LEASEGATE_ENDPOINTS: urfave/cli reads both as set.
+// The commands that write test or throwaway data — drill, bench, serve
+// --dev — heed the command line alone and start an embedded etcd
+// otherwise, so that an operator's everyday environment never points them
+// at a real cluster. A command-line value equal to the environment's
+// cannot be told apart from it and counts as the environment's (the safe
+// side: the embedded etcd).
+func endpointsOnCommandLine(c *cli.Context) bool {
+	if !c.IsSet("endpoints") {
+		return false
+	}
+	env, ok := os.LookupEnv(endpointsEnv)
+	if !ok {
+		return true
+	}
+	var fromEnv []string
+	for _, e := range strings.Split(env, ",") {
+		fromEnv = append(fromEnv, strings.TrimSpace(e))
+	}
+	return !slices.Equal(c.StringSlice("endpoints"), fromEnv)
+}
+
+// ignoringEndpointsEnv warns, when LEASEGATE_ENDPOINTS is set, that what
+// (a command that heeds endpointsOnCommandLine alone) ignores it.
+func ignoringEndpointsEnv(lg *zap.Logger, what string) {
+	if _, set := os.LookupEnv(endpointsEnv); set {
+		lg.Warn(what + " ignores " + endpointsEnv + ": give --endpoints on the command line to run it on a real cluster")
+	}
 }
 
 // clientConfig is the etcd client configuration the global flags say.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -201,9 +200,7 @@ func drillAction(c *cli.Context) error {
 			clientOpts = append(clientOpts, drill.WithTLSFiles(g.tlsFiles))
 		}
 	} else {
-		if _, set := os.LookupEnv(endpointsEnv); set {
-			g.lg.Warn("the drill ignores " + endpointsEnv + ": give --endpoints on the command line to run it on a real cluster")
-		}
+		ignoringEndpointsEnv(g.lg, "the drill")
 		dir, err := os.MkdirTemp("", "leasegate-drill-")
 		if err != nil {
 			return fmt.Errorf("drill: temporary directory: %w", err)
@@ -310,30 +307,6 @@ func drillHeader(c *cli.Context, where, prefix string, s drillSettings) string {
 	}
 	return fmt.Sprintf("leasegate drill: seed %d, %d trials per design, %d in parallel, %s, prefix %s (%s)",
 		c.Uint64("seed"), s.trials, parallel, where, prefix, keep)
-}
-
-// endpointsEnv is the environment variable the global --endpoints flag
-// also reads.
-const endpointsEnv = "LEASEGATE_ENDPOINTS"
-
-// endpointsOnCommandLine reports whether --endpoints came from the command
-// line, not only from LEASEGATE_ENDPOINTS: urfave/cli reads both as set,
-// and the drill, which writes test data, heeds the command line alone. A
-// command-line value equal to the environment's cannot be told apart from
-// it and counts as the environment's (the safe side: the embedded etcd).
-func endpointsOnCommandLine(c *cli.Context) bool {
-	if !c.IsSet("endpoints") {
-		return false
-	}
-	env, ok := os.LookupEnv(endpointsEnv)
-	if !ok {
-		return true
-	}
-	var fromEnv []string
-	for _, e := range strings.Split(env, ",") {
-		fromEnv = append(fromEnv, strings.TrimSpace(e))
-	}
-	return !slices.Equal(c.StringSlice("endpoints"), fromEnv)
 }
 
 // drillPrefix is a run's prefix: inside leasegate's own, under a kind no

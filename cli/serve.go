@@ -50,7 +50,9 @@ before etcd is dialled: a fault is exit 2 naming the field, nothing served. A
 provider that does not answer does not stop the start: grpc.health shows it
 as NOT_SERVING under leasegate.adapter.<kind>. With
 --dev DIR it starts everything locally: an embedded etcd (unless --endpoints is
-given), a throwaway CA with server, worker, approver and operator certificates
+given on the command line; an exported LEASEGATE_ENDPOINTS does not count, so
+that dev data never reaches a real cluster through the environment), a
+throwaway CA with server, worker, approver and operator certificates
 written to DIR, the simulated providers as adapters; it prints the address and
 a curl line. SIGINT or SIGTERM stops taking calls and lets those under way
 finish (a dispatch in flight is recorded). It logs at info on stderr unless
@@ -252,10 +254,11 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	for _, name := range devCallers {
 		p.ids = append(p.ids, gateway.Identity{ID: certs.IDs[name], Roles: []gateway.Role{roles[name]}, Tenants: []string{gateway.AllTenants}})
 	}
-	if c.IsSet("endpoints") {
+	if endpointsOnCommandLine(c) {
 		p.endpoints = globalsOf(c).endpoints
 		return p, nil
 	}
+	ignoringEndpointsEnv(lg, "serve --dev")
 	// etcd's own logs (it reports a clean shutdown's closed listeners as
 	// errors) only when asked for with --log-level.
 	etcdLog := zap.NewNop()
@@ -327,7 +330,7 @@ func planConfig(op, path string) (servePlan, error) {
 
 // serveEtcdClient is the server's etcd client: the embedded cluster's, or
 // one built from the configuration (TLS, user and password file), or from
-// the global flags with --dev --endpoints; with the coordinator options
+// the global flags with --dev and --endpoints on the command line; with the coordinator options
 // that configuration implies (WithClientConfig).
 func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.TracerProvider) (*clientv3.Client, []coordinator.Option, error) {
 	if p.embedded != nil { // its clients have coordinator.DialOptions already

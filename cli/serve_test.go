@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
@@ -130,4 +131,36 @@ func TestServeConfig(t *testing.T) {
 func TestServeNeedsConfigOrDev(t *testing.T) {
 	r := execApp(t, call{}, "-o", "json", "serve")
 	want(t, r, 2, coordinator.InvalidInput)
+}
+
+// TestServeDevIgnoresEndpointsFromTheEnvironment: serve --dev writes dev
+// data, so an exported LEASEGATE_ENDPOINTS alone does not send it to a
+// cluster — with the variable naming an address no etcd listens on, it
+// serves on its own embedded etcd. On the command line the address is the
+// etcd it uses, here unreachable: a hold, exit 3.
+func TestServeDevIgnoresEndpointsFromTheEnvironment(t *testing.T) {
+	const noEtcd = "127.0.0.1:1" // tcpmux's port: no etcd listens there
+	t.Setenv("LEASEGATE_ENDPOINTS", noEtcd)
+	b := startApp(t, "--command-timeout", "1s", "-o", "json", "serve", "--dev", t.TempDir(), "--listen", "127.0.0.1:0")
+	line := b.stdout.waitFor(t, "\n")
+	var out struct {
+		Disposition string   `json:"disposition"`
+		Endpoints   []string `json:"endpoints"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
+		t.Fatalf("serve printed %q: %v", line, err)
+	}
+	if out.Disposition != "ok" || len(out.Endpoints) != 1 || strings.Contains(out.Endpoints[0], noEtcd) {
+		t.Fatalf("serve --dev with %s in the environment: %+v\nstderr: %s", noEtcd, out, b.stderr.String())
+	}
+	b.stderr.waitFor(t, "serve --dev ignores LEASEGATE_ENDPOINTS")
+	b.cancel()
+	if r := b.wait(t); r.code != 0 {
+		t.Fatalf("serve exited %d: %s", r.code, r.stderr)
+	}
+	// On the command line it counts (the environment names a live cluster).
+	t.Setenv("LEASEGATE_ENDPOINTS", strings.Join(shared.Endpoints(), ","))
+	r := execApp(t, call{}, "--endpoints", noEtcd, "--command-timeout", "1s", "--log-level", "error", "-o", "json",
+		"serve", "--dev", t.TempDir(), "--listen", "127.0.0.1:0")
+	want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
 }
