@@ -1,13 +1,16 @@
 package cli_test
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/lgtest"
 )
 
@@ -111,4 +114,65 @@ func TestBenchIgnoresEndpointsFromTheEnvironment(t *testing.T) {
 	r = execApp(t, call{}, "--endpoints", noEtcd, "--dial-timeout", "500ms", "-o", "json", "bench", "--workers", "1", "--rounds", "1", "--duration", "20ms",
 		"--variants", "bare-commit")
 	want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+}
+
+// TestBenchSessionRenewsOnConnectionsOfItsOwn: leasegate bench scale
+// --endpoints --user on a three-member cluster with auth, reached through
+// a proxy per member. Once the session holds its grant, every connection
+// its clients have open hangs while new ones get through (StallOpen): the
+// keepalive cannot renew through its client's connection and asks the
+// other members, each on a connection of its own, which logs in there with
+// the configuration the global flags made (bench.Etcd.ClientConfig). The
+// test waits for etcd itself to see the lease renewed, then heals; the run
+// finishes. Without that configuration the fan-out's login goes through the
+// client's hung connection, and the lease runs out.
+func TestBenchSessionRenewsOnConnectionsOfItsOwn(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t, embedtest.WithSize(3), embedtest.WithAuth("root-pw"))
+	cl.WaitLeader(t)
+	cp := cl.ClientProxy(t)
+	direct := cl.Client(t) // not through cp
+	ctx := lgtest.Ctx(t)
+	b := startApp(t, "--endpoints", strings.Join(cp.Endpoints(), ","), "--user", embedtest.RootUser, "--password", "root-pw", "-o", "json",
+		"bench", "scale", "--sizes", "1", "--workers", "1", "--commits", "3", "--ttl", "3s", "--per-lock", "-1")
+	b.stderr.waitFor(t, "1 grants: claimed")
+	leases, err := direct.Leases(ctx)
+	if err != nil || len(leases.Leases) != 1 {
+		t.Fatalf("the session's lease: %+v, %v", leases, err)
+	}
+	id := leases.Leases[0].ID
+	cp.StallOpen()
+	healed := false
+	defer func() {
+		if !healed {
+			cp.Heal()
+		}
+	}()
+	// etcd's time left (whole seconds) only falls until a renewal reaches
+	// it, which no connection open at the stall can carry.
+	lowest := int64(math.MaxInt64)
+	for {
+		r, err := direct.TimeToLive(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.TTL < 0 {
+			t.Fatal("the session's lease ran out while its client's connections hung: no renewal on a connection of its own")
+		}
+		if r.TTL > lowest {
+			break
+		}
+		lowest = r.TTL
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	cp.Heal()
+	healed = true
+	r := b.wait(t)
+	if obj := wantBench(t, r); len(obj["sizes"].([]any)) != 1 {
+		t.Fatalf("report %v", obj)
+	}
 }

@@ -300,6 +300,10 @@ func (cp *ClientProxy) Cut() { cp.each((*Proxy).Cut) }
 // Stall holds the client's requests and answers until Heal.
 func (cp *ClientProxy) Stall() { cp.each((*Proxy).Stall) }
 
+// StallOpen holds the requests and answers of the client's connections
+// open now until Heal; connections it opens later pass (Proxy.StallOpen).
+func (cp *ClientProxy) StallOpen() { cp.each((*Proxy).StallOpen) }
+
 // Blackhole swallows the client's requests and answers; connections stay.
 func (cp *ClientProxy) Blackhole() { cp.each((*Proxy).Blackhole) }
 

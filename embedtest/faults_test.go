@@ -179,6 +179,25 @@ func TestClientProxyFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("stall open: the connections open hang, a new one gets through", func(t *testing.T) {
+		cp.StallOpen()
+		defer cp.Heal()
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cli.Get(short, "k")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("read on a connection open at the stall: %v", err)
+		}
+		fresh := cp.Client(t) // its connection opens after the stall
+		if _, err := fresh.Get(ctx, "k"); err != nil {
+			t.Fatalf("read on a connection opened after the stall: %v", err)
+		}
+		cp.Heal()
+		if _, err := cli.Get(ctx, "k"); err != nil {
+			t.Fatalf("after heal: %v", err)
+		}
+	})
+
 	t.Run("cut and blackhole: nothing gets through, the cluster serves others", func(t *testing.T) {
 		for _, fault := range []func(){cp.Cut, cp.Blackhole} {
 			fault()

@@ -55,6 +55,7 @@ func (f fault) merge(g fault) fault {
 // relay is one proxied connection.
 type relay struct {
 	src          atomic.Uint64 // raft ID of the sending member, 0 until known
+	held         bool          // StallOpen: its bytes are held until Heal (guarded by Proxy.mu)
 	client, upst net.Conn
 	once         sync.Once
 }
@@ -104,6 +105,18 @@ func (p *Proxy) Cut() { p.set(func() { p.all.cut = true }) }
 // answers are delivered late, in order, on Heal.
 func (p *Proxy) Stall() { p.set(func() { p.all.stall = true }) }
 
+// StallOpen holds every byte of the connections open now, both ways, as
+// Stall does, until Heal; connections opened after it pass. It is the
+// path of an established connection hung (a middlebox that lost its
+// state, say) while a fresh connection to the same member gets through.
+func (p *Proxy) StallOpen() {
+	p.set(func() {
+		for r := range p.conns {
+			r.held = true
+		}
+	})
+}
+
 // Blackhole swallows every byte, both ways; connections stay open, so
 // neither side learns anything until its own timeouts fire.
 func (p *Proxy) Blackhole() { p.set(func() { p.all.blackhole = true }) }
@@ -117,7 +130,14 @@ func (p *Proxy) Delay(d time.Duration) { p.set(func() { p.all.delay = d }) }
 
 // Heal clears every fault of the proxy (not per-sender ones, see
 // Cluster.Heal) and delivers what a stall held.
-func (p *Proxy) Heal() { p.set(func() { p.all = fault{} }) }
+func (p *Proxy) Heal() {
+	p.set(func() {
+		p.all = fault{}
+		for r := range p.conns {
+			r.held = false
+		}
+	})
+}
 
 // Close stops the proxy and closes its connections.
 func (p *Proxy) Close() {
@@ -173,11 +193,13 @@ func (p *Proxy) faultLocked(src uint64) fault {
 	return f
 }
 
-// state is the fault for src and a channel closed at its next change.
-func (p *Proxy) state(src uint64) (fault, <-chan struct{}, bool) {
+// state is the fault for r and a channel closed at its next change.
+func (p *Proxy) state(r *relay) (fault, <-chan struct{}, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.faultLocked(src), p.changed, p.closed
+	f := p.faultLocked(r.src.Load())
+	f.stall = f.stall || r.held
+	return f, p.changed, p.closed
 }
 
 func (p *Proxy) accept() {
@@ -194,13 +216,13 @@ func (p *Proxy) accept() {
 
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
-	if f, _, closed := p.state(0); f.cut || closed {
+	p.mu.Lock()
+	refuse, target := p.closed || p.faultLocked(0).cut, p.target
+	p.mu.Unlock()
+	if refuse {
 		_ = c.Close()
 		return
 	}
-	p.mu.Lock()
-	target := p.target
-	p.mu.Unlock()
 	u, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		_ = c.Close()
@@ -289,7 +311,7 @@ func (p *Proxy) pump(r *relay, from, to net.Conn, back bool) {
 // deliver writes b to `to` under the proxy's faults; false ends the relay.
 func (p *Proxy) deliver(r *relay, to net.Conn, b []byte, back bool) bool {
 	for {
-		f, changed, closed := p.state(r.src.Load())
+		f, changed, closed := p.state(r)
 		switch {
 		case closed || f.cut:
 			return false
