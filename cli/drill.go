@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -287,10 +288,14 @@ func drillAction(c *cli.Context) error {
 	return nil
 }
 
-// drillError names a run that could not complete: etcd's errors keep their
-// disposition; anything else is the drill's own failure.
+// drillError names a run that could not complete: an error that names its
+// disposition — etcd's answer (a hold, a denial), the drill's input check,
+// a real-provider worker's report of what it saw of etcd (drill's
+// workerFailure) — keeps it; anything else is the drill's own failure
+// (exit 1). DispositionOf gives outcome_unknown for an error that names
+// none, so that alone does not count as named.
 func drillError(err error) error {
-	if coordinator.DispositionOf(err).Class() != coordinator.ClassUnknown {
+	if d := coordinator.DispositionOf(err); d != coordinator.OutcomeUnknown || errors.Is(err, coordinator.ErrOutcomeUnknown) {
 		return err
 	}
 	return &drillFailed{why: err.Error()}

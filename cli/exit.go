@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -81,9 +82,7 @@ func ExitCode(err error) int {
 	if errors.As(err, &intr) {
 		return ExitInterrupted
 	}
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		// Only urfave makes these (e.g. "No help topic"): usage errors.
+	if isUsageExit(err) {
 		return ExitInvalid
 	}
 	switch coordinator.DispositionOf(err).Class() {
@@ -101,6 +100,16 @@ func ExitCode(err error) int {
 	// outcome_unknown, and any error that names no disposition: never read
 	// as done or as refused.
 	return ExitOutcomeUnknown
+}
+
+// isUsageExit reports whether err holds one of urfave's own exit errors:
+// a usage error ("No help topic", say). A process's exit status in an
+// error (*exec.ExitError: a drill worker's, a provider tool's) has an
+// ExitCode too, and is no usage error: it must not read as invalid input.
+func isUsageExit(err error) bool {
+	var ec cli.ExitCoder
+	var proc *exec.ExitError
+	return errors.As(err, &ec) && !errors.As(err, &proc)
 }
 
 // childExit is `run`'s child's own non-zero exit status: not an error of
@@ -161,8 +170,7 @@ type errorOutput struct {
 
 func errorOutputOf(err error) errorOutput {
 	d := coordinator.DispositionOf(err)
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
+	if isUsageExit(err) {
 		d = coordinator.InvalidInput
 	}
 	if d.Class() == coordinator.ClassUnknown {

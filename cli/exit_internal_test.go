@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -42,5 +44,50 @@ func TestExitCodesHelpNamesEveryCode(t *testing.T) {
 	if !strings.Contains(New().Description, strings.Fields(exitCodesHelp())[0]) ||
 		!strings.Contains(strings.Join(strings.Fields(New().Description), " "), exitCodesHelp()) {
 		t.Fatalf("the app's help does not carry %q", exitCodesHelp())
+	}
+}
+
+// TestDrillErrorExitCodes: how a drill that could not complete exits. An
+// error that names its disposition keeps it — a real-provider worker's
+// hold or denial among them, beside that worker's exit status — and
+// anything else is the drill's own failure, exit 1: a plain error, and a
+// worker's exit status alone (an *exec.ExitError, whose ExitCode made it
+// read as a usage error, exit 2, invalid_input).
+func TestDrillErrorExitCodes(t *testing.T) {
+	exitStatus := exec.Command("sh", "-c", "exit 2").Run() // a worker that could not start
+	var proc *exec.ExitError
+	if !errors.As(exitStatus, &proc) {
+		t.Fatalf("sh -c 'exit 2': %v", exitStatus)
+	}
+	trial := func(errs ...error) error {
+		return fmt.Errorf("drill: fenced trial 0: %w", errors.Join(errs...))
+	}
+	worker := fmt.Errorf("worker worker-a (pid 1): %w: drill worker worker-a: could not start", exitStatus)
+	reported := func(d coordinator.Disposition) error {
+		return &coordinator.Error{Disposition: d, Op: "drill worker worker-a", Detail: "could not start"}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		d    coordinator.Disposition // "": the drill's own failure (drillFailed)
+	}{
+		{"the drill's own error", trial(errors.New("journal: closed")), ExitRefused, ""},
+		{"a worker's exit status alone", trial(worker), ExitRefused, ""},
+		{"a worker's hold beside its exit status", trial(reported(coordinator.AuthorityUnavailable), worker), ExitUnavailable, coordinator.AuthorityUnavailable},
+		{"a worker's denial beside its exit status", trial(reported(coordinator.PermissionDenied), worker), ExitDenied, coordinator.PermissionDenied},
+		{"invalid input", coordinator.Invalid("drill", "--trials 0"), ExitInvalid, coordinator.InvalidInput},
+		{"etcd's outcome_unknown", &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "drill"}, ExitOutcomeUnknown, coordinator.OutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := drillError(tc.err)
+			var failed *drillFailed
+			if code := ExitCode(err); code != tc.code || errors.As(err, &failed) != (tc.d == "") {
+				t.Fatalf("exit %d, want %d (drill failed: %v): %v", code, tc.code, tc.d == "", err)
+			}
+			if d := errorOutputOf(err).Disposition; tc.d != "" && d != tc.d {
+				t.Fatalf("disposition %s, want %s: %v", d, tc.d, err)
+			}
+		})
 	}
 }
