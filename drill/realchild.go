@@ -16,6 +16,7 @@ import (
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/realprov"
 )
 
@@ -74,20 +75,21 @@ type workerSpec struct {
 // linkMsg is one line between a worker process and the drill: a request
 // (Op set) from the worker, or the drill's answer to it.
 type linkMsg struct {
-	Op    string `json:"op,omitempty"`
-	Event *Event `json:"event,omitempty"`
-	S     string `json:"s,omitempty"`
-	S2    string `json:"s2,omitempty"`
-	S3    string `json:"s3,omitempty"`
-	N     int64  `json:"n,omitempty"`
-	N2    int64  `json:"n2,omitempty"`
-	B     bool   `json:"b,omitempty"`
+	Op    string                  `json:"op,omitempty"`
+	Event *Event                  `json:"event,omitempty"`
+	S     string                  `json:"s,omitempty"`
+	S2    string                  `json:"s2,omitempty"`
+	S3    string                  `json:"s3,omitempty"`
+	N     int64                   `json:"n,omitempty"`
+	N2    int64                   `json:"n2,omitempty"`
+	B     bool                    `json:"b,omitempty"`
+	D     coordinator.Disposition `json:"d,omitempty"`
 }
 
 // The requests a worker process makes (realproc.go's serve answers them).
 const (
 	opEvent         = "event"           // Event: add it to the trajectory, stamped now
-	opFail          = "fail"            // S: the worker's error
+	opFail          = "fail"            // S: the worker's error, D: its disposition (workerFailure)
 	opHeld          = "held"            // answer B: a hold or an error stops claiming
 	opSetHeld       = "set-held"        // B
 	opSync          = "sync"            // copy the journal into the trajectory
@@ -133,9 +135,19 @@ func (l *workerLink) call(m linkMsg) linkMsg {
 	return a
 }
 
+// fail reports the worker's error to the drill (opFail), with the
+// disposition it names (coordinator.DispositionOf), which the drill keeps
+// where it says what the worker saw of etcd (workerFailure).
+func (l *workerLink) fail(err error) {
+	l.call(linkMsg{Op: opFail, S: err.Error(), D: coordinator.DispositionOf(err)})
+}
+
 // workerMain runs one worker of one real trial and returns the process's
 // exit status: 0 when the worker ran (its own errors went to the drill as
-// opFail), 2 when it could not start.
+// opFail), 2 when it could not start — its error went to the drill as
+// opFail first, so that a worker that could not reach etcd, or that etcd's
+// auth refused, ends the run as a hold or a denial, not as the drill's own
+// failure (its exit status alone says neither).
 func workerMain(specJSON string) int {
 	var sp workerSpec
 	if err := json.Unmarshal([]byte(specJSON), &sp); err != nil {
@@ -150,6 +162,7 @@ func workerMain(specJSON string) int {
 	w, err := newWorkerWorld(ctx, sp, link)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "drill worker %s: %v\n", sp.Name, err)
+		link.fail(fmt.Errorf("could not start: %w", err))
 		return 2
 	}
 	defer w.run.coord.Client().Close()
@@ -169,8 +182,8 @@ func newWorkerWorld(ctx context.Context, sp workerSpec, link *workerLink) (*real
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
 	client, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("etcd: %w", err)
+	if err != nil { // it logs in: unauthenticated when etcd refused the credentials
+		return nil, core.DialError("drill worker", sp.Endpoints, err)
 	}
 	// Bounded as one request: a worker that cannot reach etcd (a TLS or
 	// login it lacks) fails now, not at the trial's limit.

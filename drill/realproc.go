@@ -16,21 +16,22 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/adapters/pgpromote"
+	"github.com/leasegate/leasegate/coordinator"
 )
 
 // The drill's side of a worker process (realchild.go): start it, answer
 // its requests, pause it for real, reap it.
 
-// runProc runs the worker as a process of its own and serves it until it
-// exits.
-func (wk *realWorker) runProc() {
+// runProc runs the worker as a process of its own, given sp, and serves it
+// until it exits.
+func (wk *realWorker) runProc(sp workerSpec) {
 	w := wk.w
 	exe, err := os.Executable()
 	if err != nil {
 		w.fail(fmt.Errorf("worker %s: the drill's executable: %w", wk.name, err))
 		return
 	}
-	spec, err := json.Marshal(wk.spec())
+	spec, err := json.Marshal(sp)
 	if err != nil {
 		w.fail(err)
 		return
@@ -83,6 +84,21 @@ func (wk *realWorker) runProc() {
 	}
 }
 
+// workerFailure is the error a worker process reported (opFail). What it
+// saw of etcd keeps its disposition across the process boundary, as the
+// same error in the drill's own process would: a hold
+// (authority_unavailable: it could not reach etcd) or etcd's auth refusing
+// it (permission_denied, unauthenticated). Anything else — the worker's
+// own faults, an invalid_input among them (the drill's input to it, not
+// the caller's) — is the drill's own failure: no disposition.
+func workerFailure(name string, m linkMsg) error {
+	switch m.D.Class() {
+	case coordinator.ClassUnavailable, coordinator.ClassDenied:
+		return &coordinator.Error{Disposition: m.D, Op: "drill worker " + name, Detail: m.S}
+	}
+	return fmt.Errorf("drill worker %s: %s", name, m.S)
+}
+
 // spec is what the worker process is given.
 func (wk *realWorker) spec() workerSpec {
 	w, p := wk.w, wk.w.prov
@@ -102,7 +118,7 @@ func (wk *realWorker) serve(m linkMsg, locked *bool) linkMsg {
 			w.add(*m.Event)
 		}
 	case opFail:
-		w.fail(errors.New(m.S))
+		w.fail(workerFailure(wk.name, m))
 	case opHeld:
 		a.B = w.isHeld()
 	case opSetHeld:

@@ -200,7 +200,7 @@ func (r *runner) runRealTrial(ctx context.Context, design Design, trial int) (*T
 			if wk == b {
 				wk.sleep(w.plan.standbyAt)
 			}
-			wk.runProc()
+			wk.runProc(wk.spec())
 		}()
 	}
 	wg.Wait()
@@ -238,7 +238,7 @@ func (w *realWorld) add(e Event) {
 
 func (w *realWorld) fail(err error) {
 	if w.remote != nil {
-		w.remote.call(linkMsg{Op: opFail, S: err.Error()})
+		w.remote.fail(err)
 		return
 	}
 	w.mu.Lock()
