@@ -117,6 +117,10 @@ func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error)
 // keeps per transport: over HTTP/1.1 every call in flight holds one.
 const maxIdleConnsPerHost = 64
 
+// idleConnTimeout is how long the client keeps an idle connection to the
+// gateway: under the gateway's own limit (gateway.IdleTimeout).
+const idleConnTimeout = 90 * time.Second
+
 // newTransport is a transport to the gateway over HTTP/2 (h2) or
 // HTTP/1.1 only, with tlsConfig (the caller's certificate).
 func newTransport(tlsConfig *tls.Config, h2 bool) *http.Transport {
@@ -126,6 +130,9 @@ func newTransport(tlsConfig *tls.Config, h2 bool) *http.Transport {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		TLSHandshakeTimeout: 5 * time.Second,
 		MaxIdleConnsPerHost: maxIdleConnsPerHost,
+		// Sooner than the gateway's gateway.IdleTimeout (5 min), so an idle
+		// connection is closed by this side and never under a call.
+		IdleConnTimeout: idleConnTimeout,
 	}
 	if !h2 {
 		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}

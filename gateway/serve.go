@@ -21,6 +21,12 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 )
 
+// IdleTimeout is how long Serve keeps a connection open with no call on
+// it. It is longer than the Go client's own idle limit, so that the client,
+// not the server, closes an idle connection: a server closing one just as a
+// call is written on it would leave that call's outcome unknown.
+const IdleTimeout = 5 * time.Minute
+
 // Serve serves the handler over TLS on ln until ctx is done, then stops
 // taking calls and waits up to grace for those under way (a dispatch in
 // flight finishes and is recorded). Meanwhile it probes the adapters'
@@ -29,8 +35,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Conf
 	// net/http's own errors (a caller's failed TLS handshake: a certificate
 	// of another CA, a plain-HTTP client) go to the server's log, with its
 	// fields and format, not to the standard library's logger on stderr.
+	// A connection idle between calls is closed after IdleTimeout (without
+	// it, net/http keeps one for ever: any caller could hold as many as it
+	// opens); the Go client drops its idle ones sooner (client.go).
+	idle := s.idleTimeout
+	if idle == 0 {
+		idle = IdleTimeout
+	}
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
+		IdleTimeout: idle, ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	pctx, stopProbes := context.WithCancel(ctx)

@@ -50,6 +50,8 @@ type Server struct {
 	lg         *zap.Logger
 	opts       options
 	health     *health
+
+	idleTimeout time.Duration // Serve's, when not IdleTimeout (tests)
 }
 
 type options struct {
