@@ -172,7 +172,7 @@ func leaseRevokeViaGateway(c *cli.Context, id int64) error {
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
 		li, err := gw.RevokeLease(ctx, id)
 		if err != nil {
-			return err
+			return notOwnerLeaseAdvice(err)
 		}
 		return printRevoked(c, revokeOutputOf(id, li))
 	})

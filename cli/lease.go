@@ -263,9 +263,35 @@ func revokeLease(ctx context.Context, co *coordinator.Coordinator, id int64, for
 		li, err = co.RevokeOwnerLease(ctx, id)
 	}
 	if err != nil {
-		return revokeOutput{}, err
+		return revokeOutput{}, notOwnerLeaseAdvice(err)
 	}
 	return revokeOutputOf(id, li), nil
+}
+
+// notOwnerLeaseHint is what to do about a lease revoke refused because the
+// lease is not a leasegate lease: the library's refusal names no flag, and
+// through --gateway there is no forced revoke at all.
+const notOwnerLeaseHint = "check the lease ID ('leasegate lease list' shows leasegate's leases); " +
+	"'leasegate lease revoke --force' with --endpoints revokes any lease, deleting every key on it " +
+	"(the gateway revokes only leasegate leases)"
+
+// advised is an error with the line's advice of its own (errorOutputOf).
+type advised struct {
+	error
+	hint string
+}
+
+func (e advised) Unwrap() error { return e.error }
+func (e advised) Hint() string  { return e.hint }
+
+// notOwnerLeaseAdvice is err, a revoke's answer, with notOwnerLeaseHint
+// when the lease was refused as not a leasegate lease (invalid_input: the
+// command's own input was checked before).
+func notOwnerLeaseAdvice(err error) error {
+	if coordinator.DispositionOf(err) != coordinator.InvalidInput {
+		return err
+	}
+	return advised{err, notOwnerLeaseHint}
 }
 
 // revokeOutputOf is the answer of revoking lease id, li as read right

@@ -76,7 +76,7 @@ func TestLeaseRevokeOnlyLeasegateLeases(t *testing.T) {
 				for name, id := range map[string]int64{"a key-less lease": keyless, "a lease holding " + appLock: locked,
 					"a leasegate lease with a foreign key": mixed.Lease} {
 					r := lg("lease", "revoke", "--lease", coordinator.FormatLeaseID(id))
-					want(t, r, cli.ExitInvalid, coordinator.InvalidInput)
+					wantOperatorAdvice(t, r, cli.ExitInvalid, coordinator.InvalidInput, revokeForceAdvice)
 					if !alive(id) || !strings.Contains(r.stderr, "--force") {
 						t.Fatalf("%s: revoked (%v) or the line does not point to --force: %s", name, !alive(id), r.stderr)
 					}
@@ -118,5 +118,38 @@ func TestLeaseRevokeOnlyLeasegateLeases(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// revokeForceAdvice begins the line of a refused lease revoke.
+const revokeForceAdvice = "check the lease ID ('leasegate lease list' shows leasegate's leases); " +
+	"'leasegate lease revoke --force' with --endpoints"
+
+// TestLeaseRevokeThroughTheGatewayOffersNoForce: through --gateway, the
+// refusal of another application's lease points to the check of its ID
+// and says that only --endpoints can force it; its detail names no flag
+// the gateway's caller could try, and the lease is not revoked.
+func TestLeaseRevokeThroughTheGatewayOffersNoForce(t *testing.T) {
+	t.Parallel()
+	g := newGatewayEnv(t)
+	ctx := lgtest.Ctx(t)
+	l, err := g.client().Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := g.as(t, "op1", "lease", "revoke", "--lease", coordinator.FormatLeaseID(int64(l.ID)))
+	wantOperatorAdvice(t, r, cli.ExitInvalid, coordinator.InvalidInput, revokeForceAdvice)
+	var out struct{ Detail, Hint string }
+	decode(t, r, &out)
+	if strings.Contains(out.Detail, "--force") || !strings.Contains(out.Hint, "with --endpoints") ||
+		!strings.Contains(out.Hint, "the gateway revokes only leasegate leases") {
+		t.Fatalf("the refusal offers the gateway's caller a --force it does not have: %s", r.stdout)
+	}
+	ttl, err := g.client().TimeToLive(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.TTL <= 0 {
+		t.Fatal("the refused revoke revoked the lease")
 	}
 }

@@ -254,7 +254,7 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	switch {
 	case DispositionOf(err) == PermissionDenied:
 		return newError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries keys this user may not read, outside %s/: "+
-			"it is not a leasegate lease of this keyspace; nothing revoked (--force revokes it anyway, deleting those keys)", lease, c.keys.prefix), err)
+			"it is not a leasegate lease of this keyspace; nothing revoked", lease, c.keys.prefix), err)
 	case err != nil:
 		return err
 	case resp.TTL < 0 && resp.GrantedTTL == 0:
@@ -273,11 +273,11 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	case len(foreign) > 0:
 		sort.Strings(foreign)
 		return Invalid(op, "lease %s carries %d key(s) that are not owner keys of %s (%s): it is not a leasegate lease "+
-			"of this keyspace; nothing revoked (--force revokes it anyway, deleting those keys)", lease, len(foreign), c.keys.prefix,
+			"of this keyspace; nothing revoked", lease, len(foreign), c.keys.prefix,
 			strings.Join(firstN(foreign, 3), ", "))
 	case owners == 0:
 		return Invalid(op, "lease %s carries no owner key of %s (another application's lease, or one whose tasks were all released): "+
-			"nothing revoked (--force revokes it anyway)", lease, c.keys.prefix)
+			"nothing revoked", lease, c.keys.prefix)
 	}
 	return nil
 }
