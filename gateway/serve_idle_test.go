@@ -2,11 +2,9 @@ package gateway_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"testing"
@@ -27,30 +25,14 @@ func TestServeClosesAnIdleConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	gateway.SetIdleTimeout(srv, 200*time.Millisecond)
-	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln, tlsCfg, time.Second) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	addr := serveOnLoopback(t, w, srv)
 
 	cfg, err := client.TLSConfig(w.certs.CA, w.certs.Clients["worker-a"].Cert, w.certs.Clients["worker-a"].Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.NextProtos = []string{"http/1.1"}
-	conn, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+	conn, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,23 +37,7 @@ func TestServeLogsAFailedHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln, tlsCfg, time.Second) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	addr := serveOnLoopback(t, w, srv)
 
 	// A certificate of another CA: the server refuses it in the handshake.
 	other, err := gateway.WriteDevCerts(t.TempDir(), trustDomain, "worker-a")
@@ -64,7 +48,7 @@ func TestServeLogsAFailedHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+	conn, err := tls.Dial("tcp", addr, cfg)
 	if err == nil {
 		// TLS 1.3: the client's side completes first; the server's refusal
 		// arrives on the first read.
@@ -87,4 +71,28 @@ func TestServeLogsAFailedHandshake(t *testing.T) {
 			t.Fatalf("no handshake error from %s in the server's log; it has: %v", local, logs.All())
 		}
 	}
+}
+
+// serveOnLoopback runs srv.Serve on a loopback port with w's server
+// certificate until the test ends, and returns the port's address.
+func serveOnLoopback(t *testing.T, w *world, srv *gateway.Server) string {
+	t.Helper()
+	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, tlsCfg, time.Second) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
 }
