@@ -82,20 +82,38 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 	if err := ctx.Err(); err != nil {
 		return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "not sent: context already done", err)
 	}
+	own := false
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.requestTimeout, errRequestTimeout)
 		defer cancel()
+		own = true
 	}
 	t := &sendTracker{}
 	err := f(context.WithValue(ctx, trackerKey{}, t))
 	if err == nil {
 		return nil
 	}
-	if errors.Is(context.Cause(ctx), errRequestTimeout) {
+	if own && timedOut(ctx) {
+		if !errors.Is(err, context.DeadlineExceeded) { // etcd's own answer to the deadline
+			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+		}
 		err = fmt.Errorf("no answer within the request timeout of %v: %w", c.opts.requestTimeout, err)
 	}
 	return c.classifySendError(r, t, err)
+}
+
+// timedOut reports whether ctx, a request's context with the request
+// timeout as its deadline, has reached that deadline. gRPC carries the
+// deadline to etcd, whose own answer to it ("etcdserver: request timed
+// out") can come back an instant before ctx's timer fires: an answer at or
+// after the deadline is the timeout's all the same.
+func timedOut(ctx context.Context) bool {
+	if errors.Is(context.Cause(ctx), errRequestTimeout) {
+		return true
+	}
+	d, _ := ctx.Deadline()
+	return !time.Now().Before(d)
 }
 
 // classifySendError names a failed request by its error, first match wins:
