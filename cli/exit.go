@@ -183,10 +183,12 @@ func errorOutputOf(err error) errorOutput {
 		if h, ok := operatorHints[e.Op][d]; ok {
 			out.Hint = h
 		}
-		// Through --gateway the gateway (or its client) says what to do
-		// next where the disposition's own hint, written for a caller of
-		// etcd, would be untrue: a role the certificate lacks, a gateway
-		// that cannot be reached.
+		// An error with advice of its own says what to do next where the
+		// disposition's hint, written for a caller of etcd, would be
+		// untrue: through --gateway the gateway's or its client's (a role
+		// the certificate lacks, a gateway that cannot be reached), and a
+		// command's own (advised: a lease revoke of another application's
+		// lease).
 		var gw interface{ Hint() string }
 		if errors.As(err, &gw) && gw.Hint() != "" && gw.Hint() != d.Hint() {
 			out.Hint = gw.Hint()

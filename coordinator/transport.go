@@ -95,12 +95,19 @@ func (c *Coordinator) do(ctx context.Context, r request, f func(ctx context.Cont
 		return nil
 	}
 	if own && timedOut(ctx) {
-		if !errors.Is(err, context.DeadlineExceeded) { // etcd's own answer to the deadline
-			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
-		}
-		err = fmt.Errorf("no answer within the request timeout of %v: %w", c.opts.requestTimeout, err)
+		err = requestTimeoutError(c.opts.requestTimeout, err)
 	}
 	return c.classifySendError(r, t, err)
+}
+
+// requestTimeoutError is err, a request's failure at its request timeout
+// d, named as the timeout's: context.DeadlineExceeded is in its chain even
+// when err is etcd's own answer to the deadline.
+func requestTimeoutError(d time.Duration, err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("no answer within the request timeout of %v: %w", d, err)
 }
 
 // timedOut reports whether ctx, a request's context with the request

@@ -32,9 +32,6 @@ const IdleTimeout = 5 * time.Minute
 // flight finishes and is recorded). Meanwhile it probes the adapters'
 // providers at once and every ProbeInterval (AdapterHealthService).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, grace time.Duration) error {
-	// net/http's own errors (a caller's failed TLS handshake: a certificate
-	// of another CA, a plain-HTTP client) go to the server's log, with its
-	// fields and format, not to the standard library's logger on stderr.
 	// A connection idle between calls is closed after IdleTimeout (without
 	// it, net/http keeps one for ever: any caller could hold as many as it
 	// opens); the Go client drops its idle ones sooner (client.go).
@@ -42,6 +39,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Conf
 	if idle == 0 {
 		idle = IdleTimeout
 	}
+	// net/http's own errors (a caller's failed TLS handshake: a certificate
+	// of another CA, a plain-HTTP client) go to the server's log, with its
+	// fields and format, not to the standard library's logger on stderr.
 	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: idle, ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
 	errc := make(chan error, 1)
