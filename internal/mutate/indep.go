@@ -306,6 +306,8 @@ var indepMutations = []Mutation{
 		`err := f(context.WithValue(ctx, trackerKey{}, t))`, `err := f(ctx)`),
 	ind("do/no-request-timeout", transportGo, "a request without a deadline is not bounded by the request timeout",
 		`ctx, cancel = context.WithTimeoutCause(ctx, c.opts.requestTimeout, errRequestTimeout)`, `ctx, cancel = context.WithCancel(ctx)`),
+	ind("leases/any-task-key-an-owner", leasesGo, "a lease revoke counts any task key of the keyspace (a state key, say) as an owner key: the lease is revoked with it",
+		`if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == KindOwner {`, `if _, _, _, ok := c.keys.ParseTask(string(k)); ok {`),
 	ind("do/timeout-deadline-unchecked", transportGo, "an answer at the deadline, before the timer fired (etcd's own answer to it), is not named the request timeout's",
 		`return !time.Now().Before(d)`, `return false && !time.Now().Before(d)`),
 	ind("do/timeout-no-deadline-exceeded", transportGo, "a failure at the request timeout answered by etcd holds no context.DeadlineExceeded",
