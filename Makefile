@@ -41,7 +41,7 @@ DRILL_FLAGS ?=
 drill: build
 	./bin/leasegate drill $(DRILL_FLAGS)
 
-# Real providers (internal/realprov, adapters/...): a PostgreSQL 15
+# Real providers (testsupport/realprov, adapters/...): a PostgreSQL 15
 # primary and streaming standby, BIND 9 named with a TSIG-updatable zone,
 # nsupdate. `make providers` installs the Debian packages when they are
 # missing — that needs root (apt-get); `make test-providers` then runs the
@@ -52,7 +52,7 @@ PROVIDER_PKGS = postgresql bind9 bind9-dnsutils
 HAVE_PROVIDERS = [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/named ] && command -v nsupdate >/dev/null
 .PHONY: providers test-providers provider-note drill-real
 provider-note:
-	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, internal/realprov, the real-provider drill) skipped: servers absent; run make test-providers"
+	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, testsupport/realprov, the real-provider drill) skipped: servers absent; run make test-providers"
 
 providers:
 	@if $(HAVE_PROVIDERS); then \
@@ -65,7 +65,7 @@ providers:
 	fi
 
 test-providers: providers
-	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./internal/realprov ./adapters/...
+	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./testsupport/realprov ./adapters/...
 	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m -run 'RealProviders' ./drill ./cli
 
 # Seed 003's failover on the real servers: `leasegate drill --providers
@@ -99,7 +99,7 @@ bench:
 SOAK_TIME ?= 5m
 .PHONY: soak
 soak:
-	SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./internal/robustness
+	SOAK_TIME=$(SOAK_TIME) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./testsupport/robustness
 
 # Fuzzing: each target explores for FUZZTIME (go test -fuzz runs one target
 # at a time). Their seed corpora (f.Add and testdata/fuzz/) run in every
@@ -123,10 +123,10 @@ fuzz:
 SOAK_OPS ?= 100000
 .PHONY: soak-retention
 soak-retention:
-	$(GO) run ./internal/retentionsoak -ops $(SOAK_OPS)
+	$(GO) run ./tools/retentionsoak -ops $(SOAK_OPS)
 
 # Mutation score (never part of `make test`): each hand-written mutation of
-# internal/mutate/mutations.go applied to a copy of the tree, its tests
+# tools/mutate/mutations.go applied to a copy of the tree, its tests
 # run, killed / survived reported. The first list (120 mutations) took 19
 # minutes on two cores when it had 95; the independent list (indep/, 194,
 # whole packages per mutant) takes hours. MUTATE_FLAGS passes flags, e.g.
@@ -134,7 +134,7 @@ soak-retention:
 MUTATE_FLAGS ?=
 .PHONY: mutate
 mutate:
-	nice -n 19 $(GO) run ./internal/mutate $(MUTATE_FLAGS)
+	nice -n 19 $(GO) run ./tools/mutate $(MUTATE_FLAGS)
 
 # The API (api/leasegate/v1): generate the committed Go code from the
 # protobuf with pinned tools (buf by version through go run; protoc-gen-go

@@ -9,7 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestRunSmoke: tiny counts; every variant ran at every worker count in

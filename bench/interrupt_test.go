@@ -14,7 +14,7 @@ import (
 
 	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // progressLog records a run's progress and cancels its context, with a

@@ -11,7 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // logins watches etcd logins (Auth/Authenticate) on connections other than

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/cli"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // progressLine is a bench progress line on stderr: what a step measured,

@@ -9,7 +9,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // TestDrillRealProvidersFlags: the flags of the simulated drill that a real

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // ops show of an UNKNOWN record (the provider call may have applied) prints

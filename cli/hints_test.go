@@ -9,7 +9,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestHintsSayWhatToDo: the mistakes a newcomer makes get a line that says

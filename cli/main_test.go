@@ -12,7 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // shared is the cluster most tests run on: each test has its own --prefix,

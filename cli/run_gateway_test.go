@@ -12,7 +12,7 @@ import (
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // gatewayRunArgs is runArgs through the gateway: no --owner (it is the

@@ -12,7 +12,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // runOut is run's JSON result (or its error object, for ownership lost).

@@ -23,9 +23,9 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // asWorker makes the test binary a worker process of the gateway's

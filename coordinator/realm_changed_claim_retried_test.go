@@ -7,12 +7,12 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestRealmKeyChangedBehindTheCoordinator pins the claim's and the guard's
 // handling of a realm key changed out of band, branches that survived the
-// mutation tool (internal/mutate; docs/reliability.md, "Mutation score").
+// mutation tool (tools/mutate; docs/reliability.md, "Mutation score").
 // Each subtest has its own prefix.
 func TestRealmKeyChangedBehindTheCoordinator(t *testing.T) {
 	t.Parallel()

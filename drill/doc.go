@@ -22,7 +22,7 @@
 // WithRealProviders runs the trials on real servers instead (real.go,
 // realtrial.go, realfenced.go, realnaive.go): a PostgreSQL primary and
 // streaming standby as the topology and BIND as the traffic record
-// (internal/realprov), reached through the reference adapters
+// (testsupport/realprov), reached through the reference adapters
 // (adapters/pgpromote, adapters/dnsupdate), one trial at a time in real
 // time, the trajectory read from the servers' own records. The Guarantees
 // below about determinism and virtual time are the simulated drill's; a

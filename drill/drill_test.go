@@ -10,7 +10,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestShortDrill runs a few dozen trials of both designs on real etcd and

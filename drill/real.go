@@ -10,7 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // The real-provider drill (WithRealProviders): the seed's failover on a

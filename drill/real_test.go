@@ -11,7 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // realProviders starts the real servers for t, skipping it with one line

@@ -17,7 +17,7 @@ import (
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // A real trial's workers are processes: the drill's own binary (leasegate,

@@ -10,8 +10,8 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // newTrialRunner is a runner for single trials of seed 7 on a fresh etcd.

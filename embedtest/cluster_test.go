@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // The client-side hot paths of a commit, without the round trip to etcd

@@ -12,7 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // secrets writes the credential files of a good configuration (private,

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // A procedure's path spelt otherwise — doubled or dotted segments, escapes,

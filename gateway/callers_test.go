@@ -17,9 +17,9 @@ import (
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // hostile is one call a caller may not make, and how it is refused.

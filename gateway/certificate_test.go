@@ -18,7 +18,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 func mustURL(t *testing.T, s string) *url.URL {

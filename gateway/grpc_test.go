@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // A plain grpc-go client speaks to the gateway: health (no certificate

@@ -20,8 +20,8 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 func healthOf(t *testing.T, w *world, r *replica, service string) grpchealth.Status {

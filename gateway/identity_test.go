@@ -14,8 +14,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // proposed claims task for worker-a through r and proposes a DNS change,

@@ -19,7 +19,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // An oversized message is invalid_argument with the disposition

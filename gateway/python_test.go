@@ -12,8 +12,8 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // pyWorker is examples/python/leasegate_worker.py run as a real process.

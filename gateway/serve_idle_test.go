@@ -12,7 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestServeClosesAnIdleConnection: a connection with no call on it for the

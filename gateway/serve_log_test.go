@@ -14,7 +14,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestServeLogsAFailedHandshake: a caller whose certificate the server's CA

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // One trace joins the worker's span, the gateway's call, the etcd Txns it

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // WatchOwnership with mark_synced sends its marker once the watch is

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestOnlyTheSameApprovalRepeatsOnAnAuthorizedRecord: repeating the very

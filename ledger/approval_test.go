@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // policySource is a policy service whose current version a test changes.

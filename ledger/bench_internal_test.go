@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // BenchmarkTransitionBuild is the client side of one ledger transition

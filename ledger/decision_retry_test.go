@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // A retried decision (Reject, Resolve) is recognised as the same one only
 // under the same grant: the same owner label with a newer grant is another
-// decision. (It survived the mutation tool before this test: internal/mutate,
+// decision. (It survived the mutation tool before this test: tools/mutate,
 // transition/applyonce-any-epoch.)
 func TestRetriedDecisionIsTheSameGrantsOnly(t *testing.T) {
 	t.Parallel()

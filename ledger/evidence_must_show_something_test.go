@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestEvidenceAndParamsAreCheckedBeforeAnyIO: evidence must show

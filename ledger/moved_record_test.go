@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestTransitionFromAMovedRecordNamesWhereItIs: a transition decided on a

@@ -2,7 +2,7 @@ package ledger
 
 import (
 	"context"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 	"strings"
 	"sync"
 	"testing"

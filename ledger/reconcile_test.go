@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // The seed-003 incident, made harmless: the provider applied, its answer was

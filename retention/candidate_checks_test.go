@@ -9,8 +9,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestPlanKeyMustMatchItsFields: a candidate whose key is not the key its

@@ -13,8 +13,8 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 const window = time.Hour

@@ -10,8 +10,8 @@ import (
 
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // noop is an adapter that is never dispatched to: records here are

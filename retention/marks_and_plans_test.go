@@ -10,8 +10,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/core"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/retention"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // TestMarksAndPlans pins what the collector's marks and plans promise

@@ -10,10 +10,10 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/adaptertest"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/adaptertest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 const name = "checkout.example.test."

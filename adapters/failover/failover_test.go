@@ -13,9 +13,9 @@ import (
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/adaptertest"
-	"github.com/leasegate/leasegate/internal/realprov"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/adaptertest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 const record = "checkout.example.test."

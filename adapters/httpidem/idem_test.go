@@ -11,10 +11,10 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/httpidem"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/adaptertest"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/adaptertest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 type world struct {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/httpidem"
 	"github.com/leasegate/leasegate/gateway"
-	"github.com/leasegate/leasegate/internal/lgtest"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // A service that wants mTLS: the adapter verifies it against WithCAFile's

@@ -8,8 +8,8 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/robustness"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/robustness"
 )
 
 // TestLinearizableThroughTheGateway runs in-process clients beside clients

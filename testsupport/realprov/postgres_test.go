@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // A pair is a primary and a streaming standby; promoting the standby by

@@ -2,7 +2,7 @@
 // real ledger on a real embedded etcd: one task, two workers, the
 // propose → authorize → dispatch path, a takeover, and checks of the
 // journal. Each adapter's tests use it against its real provider
-// (internal/realprov).
+// (testsupport/realprov).
 package adaptertest
 
 import (
@@ -13,8 +13,8 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/lgtest"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // The task every test works on.

@@ -6,10 +6,10 @@
 // test passed) or broken (the mutant did not compile: fix the mutation). It
 // exits 1 if a mutation not marked equivalent survived, 3 if one was broken.
 //
-//	go run ./internal/mutate                 # every mutation; `make mutate`
-//	go run ./internal/mutate -only 'claim'   # mutations whose name matches
-//	go run ./internal/mutate -list           # the list, nothing run
-//	go run ./internal/mutate -only '^indep/' # the independent list alone
+//	go run ./tools/mutate                 # every mutation; `make mutate`
+//	go run ./tools/mutate -only 'claim'   # mutations whose name matches
+//	go run ./tools/mutate -list           # the list, nothing run
+//	go run ./tools/mutate -only '^indep/' # the independent list alone
 //
 // The list has two parts: mutations.go, written with the tests, and
 // indep.go, written by someone who had read only the non-test code
@@ -183,7 +183,7 @@ func check(root string, ms []Mutation) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("the mutation list no longer matches the code; update internal/mutate/mutations.go:\n  %s",
+		return fmt.Errorf("the mutation list no longer matches the code; update tools/mutate/mutations.go:\n  %s",
 			strings.Join(bad, "\n  "))
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/robustness"
+	"github.com/leasegate/leasegate/testsupport/robustness"
 )
 
 // soakRun is how long one randomized run lasts before its history is

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // echo is a TCP server that records every line it receives, answers

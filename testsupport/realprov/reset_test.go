@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 // A disarmed proxy relays the request it was armed to cut, and its answer.

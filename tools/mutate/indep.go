@@ -6,7 +6,7 @@ package main
 // weakened, operators flipped, classification branches swapped or
 // reordered, error checks missed, an id re-minted on retry, a revision read
 // from the wrong field, a cache keyed too coarsely. Their names start with
-// indep/; `go run ./internal/mutate -only '^indep/'` runs them alone. Each
+// indep/; `go run ./tools/mutate -only '^indep/'` runs them alone. Each
 // runs the tests of its own package and of the safety packages built on
 // it, whole (the list was written without knowing the tests' names).
 //

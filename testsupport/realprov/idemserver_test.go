@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/realprov"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
 func post(t *testing.T, s *realprov.IdemServer, key, body string) (int, string, string) {

@@ -12,8 +12,8 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/lgtest"
-	"github.com/leasegate/leasegate/internal/robustness"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+	"github.com/leasegate/leasegate/testsupport/robustness"
 )
 
 // Named fault cases on three-member clusters. Each waits on events

@@ -5,8 +5,8 @@
 // compacted after each run. It prints the key count and etcd's DB size
 // after every collection and the maxima at the end.
 //
-//	go run ./internal/retentionsoak -ops 100000
-//	go run ./internal/retentionsoak -ops 100000 -retention=false   # the same load without retention
+//	go run ./tools/retentionsoak -ops 100000
+//	go run ./tools/retentionsoak -ops 100000 -retention=false   # the same load without retention
 //
 // It is not part of `make test`; `make soak-retention` runs it. The figures
 // are in docs/reliability.md.
