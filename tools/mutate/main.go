@@ -181,12 +181,51 @@ func check(root string, ms []Mutation) error {
 					m.Name, i, n, m.File, e.Orig))
 			}
 		}
+		for _, r := range m.Tests {
+			if r.Run == "" {
+				continue
+			}
+			if err := namesATest(root, r); err != nil {
+				bad = append(bad, fmt.Sprintf("%s: %v", m.Name, err))
+			}
+		}
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("the mutation list no longer matches the code; update tools/mutate/mutations.go:\n  %s",
 			strings.Join(bad, "\n  "))
 	}
 	return nil
+}
+
+var testFuncRE = regexp.MustCompile(`(?m)^func (Test\w*)\(`)
+
+// namesATest checks that r's -run pattern matches a top-level test of its
+// package, so that a test renamed or removed cannot leave a mutation
+// pointing at nothing (go test would run no test and pass). Like go test,
+// it matches the pattern's first slash-separated element against the
+// top-level names.
+func namesATest(root string, r Run) error {
+	top, _, _ := strings.Cut(r.Run, "/")
+	re, err := regexp.Compile(top)
+	if err != nil {
+		return fmt.Errorf("-run %q: %v", r.Run, err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, r.Pkg, "*_test.go"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, mm := range testFuncRE.FindAllStringSubmatch(string(src), -1) {
+			if re.MatchString(mm[1]) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("-run %q matches no test in %s", r.Run, r.Pkg)
 }
 
 func apply(src string, edits []Edit) string {

@@ -8,7 +8,8 @@ import (
 )
 
 // TestCheckRefusesARottenList: a snippet missing from its file, or found
-// twice, fails the check and is named; a list that matches passes.
+// twice, or a -run pattern naming no test of its package, fails the check
+// and is named; a list that matches passes.
 func TestCheckRefusesARottenList(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "p"), 0o755); err != nil {
@@ -18,7 +19,10 @@ func TestCheckRefusesARottenList(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "p/f.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ok := mut("ok", "p/f.go", "", "a := 1", "a := 0", Run{Pkg: "./p"})
+	if err := os.WriteFile(filepath.Join(root, "p/f_test.go"), []byte("func TestKills(t *testing.T) {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := mut("ok", "p/f.go", "", "a := 1", "a := 0", run("./p", "TestKills$/sub"), Run{Pkg: "./p"})
 	if err := check(root, []Mutation{ok}); err != nil {
 		t.Fatalf("a matching list: %v", err)
 	}
@@ -30,6 +34,8 @@ func TestCheckRefusesARottenList(t *testing.T) {
 		mut("twice", "p/f.go", "", "b := 2", "", Run{Pkg: "./p"}),
 		mut("no-file", "p/g.go", "", "a := 1", "", Run{Pkg: "./p"}),
 		{Name: "no-tests", File: "p/f.go", Edits: []Edit{{"a := 1", ""}}},
+		mut("no-such-test", "p/f.go", "", "a := 1", "", run("./p", "^TestRenamed$")),
+		mut("bad-pattern", "p/f.go", "", "a := 1", "", run("./p", "TestKills(")),
 	} {
 		err := check(root, []Mutation{ok, bad})
 		if err == nil || !strings.Contains(err.Error(), bad.Name+":") {

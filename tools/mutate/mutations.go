@@ -1,5 +1,7 @@
 package main
 
+import "strings"
+
 // The mutations, one per line of defence of the safety-critical code. Each
 // names its file, what it breaks, the exact original snippet (which must
 // occur exactly once in the file) and its replacement, and the tests
@@ -23,6 +25,14 @@ func mut(name, file, what, orig, repl string, tests ...Run) Mutation {
 }
 
 func (m Mutation) equivalent(why string) Mutation { m.Equivalent = why; return m }
+
+// killedBy names the tests of pkg found to kill m: they run first, before
+// m's packages whole. The list, not the tests' comments, keeps which test
+// kills which mutation.
+func (m Mutation) killedBy(pkg string, tests ...string) Mutation {
+	m.Tests = append([]Run{run(pkg, "^("+strings.Join(tests, "|")+")$")}, m.Tests...)
+	return m
+}
 
 const (
 	claimGo      = "coordinator/claim.go"
