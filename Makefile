@@ -33,6 +33,26 @@ build:
 	mkdir -p bin
 	$(GO) build -buildvcs=auto -o bin/leasegate ./cli/leasegate
 
+# Headless Chromium for the tests that look at what a person sees
+# (testsupport/browser: the README's pictures, the console): Debian's
+# chromium and the DejaVu fonts the pictures are measured in. `make
+# browser` installs them when missing — that needs root (apt-get). `make
+# test` runs the browser tests when chromium is installed and skips them
+# with one line naming this target when not; LEASEGATE_REQUIRE_BROWSER=1
+# (set by .ci/run) makes them fail instead.
+BROWSER_PKGS = chromium fonts-dejavu-core
+HAVE_BROWSER = command -v chromium >/dev/null && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]
+.PHONY: browser
+browser:
+	@if $(HAVE_BROWSER); then \
+		echo "browser: $(BROWSER_PKGS) installed"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "browser: installing $(BROWSER_PKGS) needs root: sudo make browser"; exit 1; \
+	else \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends $(BROWSER_PKGS); \
+	fi
+
 # The failover drill: build, then run `leasegate drill` on an embedded etcd
 # (seed-000 fixtures, then the seed-003 failover under faults, naive vs
 # fenced; about a minute on 2 cores). DRILL_FLAGS passes flags, e.g.
