@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -387,5 +388,108 @@ func TestReconcileByStaleGrantObservesNothing(t *testing.T) {
 	lgtest.Want(t, err, coordinator.StaleOwner)
 	if _, _, obs := e.p.calls(); obs != 0 {
 		t.Fatalf("a stale reconcile observed %d times", obs)
+	}
+}
+
+// notAppliedAfter dispatches op with its request lost (the provider shows
+// it not applied) and moves the clock on by later: the record is UNKNOWN,
+// for a new owner to reconcile.
+func notAppliedAfter(t *testing.T, e *env, advance func(time.Duration), later time.Duration) {
+	t.Helper()
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	e.authorized(e.g, "op", promote("db-b"))
+	wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "op"))
+	advance(later)
+	e.p.set(func(p *provider) { p.lostRequest = false })
+}
+
+func fakeClock() (func() time.Time, func(time.Duration)) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 30, 2, 13, 24, 0, time.UTC)
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+}
+
+// TestNotAppliedExactlyARetentionLaterIsManualReview: the provider
+// remembers an id for its Retention; a retry exactly that long after the
+// first dispatch is no longer covered, so the record goes to MANUAL_REVIEW,
+// not back to AUTHORIZED.
+func TestNotAppliedExactlyARetentionLaterIsManualReview(t *testing.T) {
+	t.Parallel()
+	clock, advance := fakeClock()
+	e := newEnv(t, WithClock(clock))
+	notAppliedAfter(t, e, advance, time.Hour) // the provider's Retention
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "reconcile", ManualReview)(recs, err)
+}
+
+// TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded: when the
+// provider cannot show the world at reconcile time, the ledger does not
+// know that it changed: the record is not SUPERSEDED (it goes back to
+// AUTHORIZED, and Dispatch revalidates before any retry).
+func TestNotAppliedWithThePreconditionUnobservableIsNotSuperseded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	notAppliedAfter(t, e, func(time.Duration) {}, 0)
+	e.p.set(func(p *provider) { p.preErr = errObserve })
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "reconcile", Authorized)(recs, err)
+}
+
+// TestNotAppliedConditionalWithTheWorldUnobservableIsReviewed: a
+// Conditional-only provider (DNS) showing the effect not applied while its
+// world cannot be observed: not superseded (the world is not known to have
+// changed) and not retried (the provider's check does not make a retry
+// safe): MANUAL_REVIEW, saying why.
+func TestNotAppliedConditionalWithTheWorldUnobservableIsReviewed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.p.set(func(p *provider) { p.contract = Contract{Conditional: true} })
+	notAppliedAfter(t, e, func(time.Duration) {}, 0)
+	e.p.set(func(p *provider) { p.preErr = errObserve })
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "reconcile", ManualReview)(recs, err)
+	_, js := e.journal("op")
+	if last := js[len(js)-1].Reason; !strings.Contains(last, "could not be observed") || !strings.Contains(last, "retry under the same id safe") {
+		t.Fatalf("reason %q", last)
+	}
+	if _, apply, _ := e.p.calls(); apply != 1 {
+		t.Fatalf("%d Apply calls: a silent retry", apply)
+	}
+}
+
+// TestRetentionCountsFromTheFirstDispatch: the provider remembers the
+// operation id from its first attempt, so a second "not applied", after a
+// retry, is retried again only within Retention of the first dispatch, not
+// of the retry's claim: 40 minutes after the first dispatch it is retried,
+// 70 minutes after it (30 after the retry) it goes to MANUAL_REVIEW.
+func TestRetentionCountsFromTheFirstDispatch(t *testing.T) {
+	t.Parallel()
+	clock, advance := fakeClock()
+	e := newEnv(t, WithClock(clock), WithApprovalValidity(2*time.Hour)) // the provider's Retention: one hour
+	first := clock().UTC()
+	notAppliedAfter(t, e, advance, 40*time.Minute)
+	g2 := e.takeover("worker-b")
+	recs, err := e.l.Reconcile(e.ctx, g2)
+	wantOne(t, "first reconcile", Authorized)(recs, err)
+
+	e.p.set(func(p *provider) { p.lostRequest = true })
+	rec, err := e.l.Dispatch(e.ctx, g2, "op")
+	if err != nil || rec.State != Unknown || rec.Attempts != 2 || rec.DispatchedAt.Equal(first) {
+		t.Fatalf("retry: %s attempts %d last claim %v (%v); want UNKNOWN, claimed after the first", rec.State, rec.Attempts, rec.DispatchedAt, err)
+	}
+	e.p.set(func(p *provider) { p.lostRequest = false })
+	advance(30 * time.Minute)
+	if err := e.c.RevokeLease(e.ctx, g2.Lease); err != nil {
+		t.Fatal(err)
+	}
+	g3 := lgtest.Claim(t, lgtest.Session(t, e.c, "worker-c", 10*time.Second), tenant, task)
+	recs, err = e.l.Reconcile(e.ctx, g3)
+	wantOne(t, "second reconcile", ManualReview)(recs, err)
+	if _, apply, _ := e.p.calls(); apply != 2 {
+		t.Fatalf("%d Apply calls, want 2", apply)
 	}
 }

@@ -398,3 +398,46 @@ func TestMovedRecordRefusalIsClassifiedFromTheRecordAsItIs(t *testing.T) {
 		return err
 	})
 }
+
+// A retried decision (Reject, Resolve) is recognised as the same one only
+// under the same grant: the same owner label with a newer grant is another
+// decision.
+func TestRetriedDecisionIsTheSameGrantsOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+
+	t.Run("a decision repeated under a newer grant of the same owner label is not a retry", func(t *testing.T) {
+		// A retried Reject returns the record only if its last transition
+		// is this very decision: same grant. The same owner label with a new
+		// session is another grant (another epoch), and the record is
+		// already REJECTED: illegal_transition, nothing written.
+		e.authorized(e.g, "reject-once", promote("db-b"))
+		rec, err := e.l.Reject(e.ctx, e.g, "reject-once", "withdrawn")
+		if err != nil || rec.State != Rejected {
+			t.Fatalf("reject: %+v %v", rec, err)
+		}
+		g2 := e.takeover("worker-a") // same label, new session and epoch
+		_, err = e.l.Reject(e.ctx, g2, "reject-once", "withdrawn")
+		lgtest.Want(t, err, coordinator.IllegalTransition)
+		_, js := e.journal("reject-once")
+		wantStates(t, js, Proposed, Authorized, Rejected)
+	})
+}
+
+// TestTransitionFromAMovedRecordNamesWhereItIs: a transition decided on a
+// record as it was (AUTHORIZED) whose record has meanwhile moved to a state
+// the step may not leave (CONFIRMED, by a dispatch) is illegal_transition —
+// the decision no longer applies — not a version conflict to retry; and it
+// writes nothing.
+func TestTransitionFromAMovedRecordNamesWhereItIs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	stale := e.authorized(e.g, "op", promote("db-b"))
+	if rec, err := e.l.Dispatch(e.ctx, e.g, "op"); err != nil || rec.State != Confirmed {
+		t.Fatalf("dispatch: %+v %v", rec, err)
+	}
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+		_, err := e.l.transition(e.ctx, e.g, stale, change{to: Rejected, by: StepReject, reason: "decided on the AUTHORIZED record"})
+		return err
+	})
+}

@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
+)
+
+// TestEvidenceAndParamsAreCheckedBeforeAnyIO: evidence must show
+// something — an empty provider id or whitespace detail is none — so a
+// Resolve to CONFIRMED or FAILED with either is invalid_input; params that
+// hold two JSON values are not one set of parameters. Each is refused
+// before any I/O, nothing written.
+func TestEvidenceAndParamsAreCheckedBeforeAnyIO(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.authorized(e.g, "op", promote("db-b"))
+	twoValues := promote("db-c")
+	twoValues.Params = json.RawMessage(`{"cluster":"db-c"} {"max_loss_s":500}`)
+	for name, f := range map[string]func() error{
+		"resolve confirmed, an empty provider id": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{ProviderIDs: []string{""}}, "darius", "checked")
+			return err
+		},
+		"resolve confirmed, whitespace detail": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{Detail: json.RawMessage(" \n ")}, "darius", "checked")
+			return err
+		},
+		"resolve failed, no evidence": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Failed, Evidence{}, "darius", "checked")
+			return err
+		},
+		"propose params of two JSON values": func() error {
+			_, err := e.l.Propose(e.ctx, e.g, "op2", twoValues, Observation{Digest: "world-1", At: time.Now()})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.InvalidInput, f)
+		})
+	}
+}
+
+// Records store the effect's and the approval's digests and compare them
+// on every later call: the digest of a given effect or approval never
+// changes.
+func TestStoredDigestsAreUnchanged(t *testing.T) {
+	e := Effect{Kind: "dns", Target: "db.example", Params: json.RawMessage(`{"b":1,"a":"x"}`), Policy: "p1"}
+	d, err := Digest(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "b8f55c274a41090ed76e6d51b2e6eb49899a7ac91b82c5941903d675643d831d"; d != want {
+		t.Errorf("Digest(%+v) = %s, want %s", e, d, want)
+	}
+	a := Approval{Approver: "alice", ParamsDigest: "pd", PreconditionDigest: "qd", Policy: "p1",
+		At: time.Date(2026, 12, 1, 23, 0, 0, 5, time.UTC), Note: "n"}
+	if got, want := a.Digest(), "6b6160b997f56b0d28553804ff70b5d8861601bb58021b5a9fc3fb88a1027150"; got != want {
+		t.Errorf("Approval.Digest() = %s, want %s", got, want)
+	}
+}
+
+// FuzzCanonical: the canonical form of parameters is a fixed point (the
+// digest of canonical params is the digest of the params), and equal JSON
+// written with other spacing or key order has the same digest.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1,2,{"d":null,"c":"x"}]}`, ` { "a" : 1.50 } `, `"<&>"`, `1e3`, `[]`, `{"a":1}{"b":2}`, ``, `{"a":"\ud800"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := canonical(raw)
+		if err != nil {
+			return
+		}
+		again, err := canonical(c)
+		if err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("canonical(%q) = %q, whose canonical form is %q (%v)", raw, c, again, err)
+		}
+		var v any
+		if json.Unmarshal(c, &v) != nil {
+			t.Fatalf("canonical form %q is not JSON", c)
+		}
+		d1, err1 := Digest(Effect{Kind: "k", Target: "t", Params: raw})
+		d2, err2 := Digest(Effect{Kind: "k", Target: "t", Params: c})
+		if err1 != nil || err2 != nil || d1 != d2 {
+			t.Fatalf("digests of %q and its canonical form differ: %s %v, %s %v", raw, d1, err1, d2, err2)
+		}
+	})
+}
