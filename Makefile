@@ -35,13 +35,15 @@ build:
 
 # Headless Chromium for the tests that look at what a person sees
 # (testsupport/browser: the README's pictures, the console): Debian's
-# chromium and the DejaVu fonts the pictures are measured in. `make
+# chromium and the DejaVu fonts the pictures are measured in, and
+# libnss3-tools (certutil, pk12util: a client certificate for Chromium to
+# present, browser.ClientCertificate). `make
 # browser` installs them when missing — that needs root (apt-get). `make
 # test` runs the browser tests when chromium is installed and skips them
 # with one line naming this target when not; LEASEGATE_REQUIRE_BROWSER=1
 # (set by .ci/run) makes them fail instead.
-BROWSER_PKGS = chromium fonts-dejavu-core
-HAVE_BROWSER = command -v chromium >/dev/null && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]
+BROWSER_PKGS = chromium fonts-dejavu-core libnss3-tools
+HAVE_BROWSER = command -v chromium >/dev/null && command -v pk12util >/dev/null && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ]
 .PHONY: browser
 browser:
 	@if $(HAVE_BROWSER); then \
