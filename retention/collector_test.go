@@ -1,8 +1,9 @@
 package retention_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
-
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/retention"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
@@ -329,5 +331,347 @@ func TestConcurrentCollectors(t *testing.T) {
 		if seen[c.Key] != 1 {
 			t.Fatalf("%s deleted %d times between two collectors", c.Key, seen[c.Key])
 		}
+	}
+}
+
+// TestMarksAndPlans pins what the collector's marks and plans promise
+// (each subtest on its own prefix and clock, one cluster).
+func TestMarksAndPlans(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+
+	// A mark keeps its time to the nanosecond: a mark 0.5s short of one
+	// window old is not old.
+	t.Run("a mark just younger than the window is not old", func(t *testing.T) {
+		f := newFixture(t, cl)
+		ctx := lgtest.Ctx(t)
+		f.clk.advance(900 * time.Millisecond)
+		if err := f.gc.Mark(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.advance(window - 500*time.Millisecond)
+		if p, err := f.gc.Plan(ctx); err != nil || p.Horizon != 0 {
+			t.Fatalf("plan 0.5s before the mark is a window old: horizon %d %v; want 0", p.Horizon, err)
+		}
+	})
+
+	// The horizon only moves forward: its own mark survives the marks
+	// older than it.
+	t.Run("the horizon's mark is kept", func(t *testing.T) {
+		f := newFixture(t, cl)
+		ctx := lgtest.Ctx(t)
+		for i := 0; i < 2; i++ {
+			if err := f.gc.Mark(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.advance(time.Minute)
+		}
+		f.clk.advance(window)
+		p, err := f.gc.Plan(ctx)
+		if err != nil || p.Horizon == 0 || len(p.Candidates) != 1 {
+			t.Fatalf("plan: %+v %v; want a horizon and the older mark", p, err)
+		}
+		if _, err := f.gc.Apply(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := f.gc.Plan(ctx); err != nil || again.Horizon != p.Horizon {
+			t.Fatalf("horizon after applying %d, %v; want it unchanged at %d", again.Horizon, err, p.Horizon)
+		}
+	})
+
+	// A guard that fails keeps its own candidate only; the rest of its
+	// batch is deleted.
+	t.Run("one failed guard keeps one candidate", func(t *testing.T) {
+		f := newFixture(t, cl)
+		ctx := lgtest.Ctx(t)
+		for i := 0; i < 4; i++ {
+			if err := f.gc.Mark(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.advance(time.Minute)
+		}
+		f.clk.advance(window)
+		p, err := f.gc.Plan(ctx)
+		if err != nil || len(p.Candidates) != 3 {
+			t.Fatalf("plan: %+v %v; want the three older marks", p, err)
+		}
+		moved := p.Candidates[1].Key
+		resp, err := f.cli.Get(ctx, moved)
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("get %s: %v %v", moved, resp, err)
+		}
+		if _, err := f.cli.Put(ctx, moved, string(resp.Kvs[0].Value)); err != nil { // its ModRevision moves
+			t.Fatal(err)
+		}
+		r, err := f.gc.Apply(ctx, p)
+		if err != nil || len(r.Kept) != 1 || r.Kept[0].Key != moved || len(r.Deleted) != 2 {
+			t.Fatalf("apply: %+v %v; want %s kept and the other two deleted", r, err, moved)
+		}
+	})
+
+	// A scan reads every key once, across pages of a thousand.
+	t.Run("more marks than one page", func(t *testing.T) {
+		f := newFixture(t, cl)
+		ctx := lgtest.Ctx(t)
+		const n = 1001
+		old := f.clk.now().Format(time.RFC3339Nano)
+		for from := 1; from <= n; from += 100 {
+			var puts []clientv3.Op
+			for i := from; i < from+100 && i <= n; i++ {
+				puts = append(puts, clientv3.OpPut(core.KeysOf(f.c).RetentionMark(int64(i)), old))
+			}
+			if _, err := f.cli.Txn(ctx).Then(puts...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.clk.advance(2 * window)
+		p, err := f.gc.Plan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range p.Candidates {
+			if seen[c.Key] {
+				t.Fatalf("candidate %s listed twice", c.Key)
+			}
+			seen[c.Key] = true
+		}
+		if len(p.Candidates) != n-1 || p.Horizon != n {
+			t.Fatalf("plan over %d marks: horizon %d, %d candidates; want %d and %d", n, p.Horizon, len(p.Candidates), n, n-1)
+		}
+	})
+
+	// A mark's time is read after its revision is learned: a commit made
+	// after the clock was read is never under a mark of that time.
+	t.Run("a commit made as the mark's clock is read is not under that mark", func(t *testing.T) {
+		base := newFixture(t, cl)
+		ctx := lgtest.Ctx(t)
+		g := lgtest.Claim(t, lgtest.Session(t, base.c, "worker", 30*time.Second), "t", "late")
+		var armed atomic.Bool
+		clk := func() time.Time {
+			now := base.clk.now()
+			if armed.CompareAndSwap(true, false) {
+				// The commit lands as the clock is read, and is dated half
+				// a window later than this reading.
+				if _, err := base.commit(t, g, "late-op", 0); err != nil {
+					t.Error(err)
+				}
+				base.clk.advance(window / 2)
+			}
+			return now
+		}
+		gc, err := retention.New(base.c, retention.WithWindow(window), retention.WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		armed.Store(true)
+		if err := gc.Mark(ctx); err != nil {
+			t.Fatal(err)
+		}
+		base.clk.advance(window/2 + time.Minute) // the mark is a window old, the commit half a window
+		if _, r, err := gc.Run(ctx); err != nil || deleted(r, base.c.Keys().Op("t", "late", "late-op")) {
+			t.Fatalf("run: %+v %v; the commit only half a window old was collected", r, err)
+		}
+	})
+}
+
+// TestApplyRefusesCandidatesItCannotGuard: a hand-edited plan naming a key
+// under a sibling prefix (/gcN-x beside /gcN), or an operation record
+// without the version it committed (its guard would then compare nothing),
+// is invalid_input, and nothing is deleted.
+func TestApplyRefusesCandidatesItCannotGuard(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	f := newFixture(t, cl)
+	ctx := lgtest.Ctx(t)
+	sibling := f.c.Keys().Prefix() + "-x/retention/marks/00000000000000000001"
+	put, err := f.cli.Put(ctx, sibling, time.Unix(0, 0).Format(time.RFC3339Nano))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "k")
+	rc, err := f.commit(t, g, "op", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]retention.Candidate{
+		"a key under a sibling prefix": {Kind: retention.KindMark, Key: sibling, ModRevision: put.Header.Revision},
+		"an operation without its version": {Kind: retention.KindOp, Key: f.c.Keys().Op("t", "k", "op"), Tenant: "t", Task: "k",
+			Operation: "op", ModRevision: rc.Revision},
+	} {
+		t.Run(name, func(t *testing.T) {
+			lgtest.RefusedWritingNothing(t, f.cli, "/", coordinator.InvalidInput, func() error {
+				_, err := f.gc.Apply(ctx, retention.Plan{Candidates: []retention.Candidate{c}})
+				return err
+			})
+		})
+	}
+}
+
+// TestPlanKeyMustMatchItsFields: a candidate whose key is not the key its
+// kind, tenant, task and operation name is invalid input and nothing is
+// deleted — even when its guard would hold, as here for a live owner key
+// passed off as the fence of an idle task.
+func TestPlanKeyMustMatchItsFields(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, embedtest.NewCluster(t))
+	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "live")
+	k := f.c.Keys()
+	for _, c := range []retention.Candidate{
+		{Kind: retention.KindFence, Key: k.Owner("t", "live"), Tenant: "t", Task: "idle", ModRevision: g.Epoch},
+		{Kind: retention.KindOp, Key: k.Fence("t", "live"), Tenant: "t", Task: "live", Operation: "op", ModRevision: g.Epoch, MinStateVersion: 1},
+	} {
+		lgtest.RefusedWritingNothing(t, f.cli, "/", coordinator.InvalidInput, func() error {
+			_, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{c}})
+			return err
+		})
+	}
+	if own, err := f.c.Owner(lgtest.Ctx(t), "t", "live"); err != nil || own.Epoch != g.Epoch {
+		t.Fatalf("owner after the refused plans: %+v %v", own, err)
+	}
+}
+
+// TestMarkCandidateMustBeAMark: a "mark" candidate is deleted only if its
+// key is a retention mark of this keyspace, as Mark writes it. A live owner
+// key named as a mark (with its real ModRevision, so the guard would hold),
+// the owner key of a sibling keyspace (/gcN0 is not under /gcN), the marks
+// prefix itself, and a key under it that names no revision are invalid
+// input, and nothing is deleted.
+func TestMarkCandidateMustBeAMark(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	f := newFixture(t, cl)
+	k := f.c.Keys()
+	lk := core.KeysOf(f.c)
+	sibling := lgtest.CoordinatorOf(t, f.cli, coordinator.WithPrefix(k.Prefix()+"0"))
+	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "live")
+	sg := lgtest.Claim(t, lgtest.Session(t, sibling, "worker", 30*time.Second), "t", "live")
+	if _, err := f.cli.Put(lgtest.Ctx(t), lk.RetentionMarks()+"not-a-revision", "x"); err != nil {
+		t.Fatal(err)
+	}
+	junk, err := f.cli.Get(lgtest.Ctx(t), lk.RetentionMarks()+"not-a-revision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []retention.Candidate{
+		{Kind: retention.KindMark, Key: k.Owner("t", "live"), ModRevision: g.Epoch},
+		{Kind: retention.KindMark, Key: sibling.Keys().Owner("t", "live"), ModRevision: sg.Epoch},
+		{Kind: retention.KindMark, Key: lk.RetentionMarks(), ModRevision: g.Epoch},
+		{Kind: retention.KindMark, Key: lk.RetentionMarks() + "not-a-revision", ModRevision: junk.Kvs[0].ModRevision},
+	} {
+		lgtest.RefusedWritingNothing(t, f.cli, "/", coordinator.InvalidInput, func() error {
+			_, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{c}})
+			return err
+		})
+	}
+	for _, x := range []struct {
+		c *coordinator.Coordinator
+		g coordinator.Grant
+	}{{f.c, g}, {sibling, sg}} {
+		if err := x.c.Current(lgtest.Ctx(t), x.g); err != nil {
+			t.Fatalf("grant of %s after the refused plans: %v", x.c.Keys().Prefix(), err)
+		}
+	}
+	// A real mark, as Mark wrote it, is still collected.
+	if err := f.gc.Mark(lgtest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	marks, err := f.cli.Get(lgtest.Ctx(t), lk.RetentionMarks()+"0", clientv3.WithPrefix())
+	if err != nil || len(marks.Kvs) != 1 {
+		t.Fatalf("marks: %v %v", marks, err)
+	}
+	m := marks.Kvs[0]
+	r, err := f.gc.Apply(lgtest.Ctx(t), retention.Plan{Candidates: []retention.Candidate{{Kind: retention.KindMark, Key: string(m.Key), ModRevision: m.ModRevision}}})
+	if err != nil || len(r.Deleted) != 1 {
+		t.Fatalf("apply of a real mark: %+v %v", r, err)
+	}
+}
+
+// noop is an adapter that is never dispatched to: records here are
+// proposed, then rejected or left open.
+type noop struct{}
+
+func (noop) Kind() string              { return "noop" }
+func (noop) Contract() ledger.Contract { return ledger.Contract{} }
+func (noop) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
+	return ledger.Observation{Digest: "world", At: time.Now()}, nil
+}
+func (noop) Apply(context.Context, ledger.Call) (ledger.Evidence, error) {
+	return ledger.Evidence{}, errors.New("noop: never applied")
+}
+func (noop) Observe(context.Context, ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	return ledger.Inconclusive, ledger.Evidence{}, nil
+}
+
+func TestRetentionLedger(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, embedtest.NewCluster(t))
+	ctx := lgtest.Ctx(t)
+	l, err := ledger.New(f.c, ledger.WithAdapters(noop{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "effects")
+	e := ledger.Effect{Kind: "noop", Target: "x", Params: []byte(`{"a":1}`), Policy: "p1"}
+	pre := ledger.Observation{Digest: "world", At: time.Now()}
+	for _, op := range []string{"done", "open", "late"} {
+		if _, err := l.Propose(ctx, g, op, e, pre); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Reject(ctx, g, "done", "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	f.run(t)
+	if _, err := l.Reject(ctx, g, "late", "resolved after the mark"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.advance(2 * window)
+	r := f.run(t)
+	k := core.KeysOf(f.c)
+	if !deleted(r, k.Effect("t", "effects", "done")) {
+		t.Fatalf("resolved record past the window not collected: %+v", r)
+	}
+	for _, op := range []string{"open", "late"} {
+		if deleted(r, k.Effect("t", "effects", op)) || !f.exists(t, k.Effect("t", "effects", op)) {
+			t.Fatalf("record %s collected: %+v", op, r)
+		}
+	}
+	journal := func(op string) int64 {
+		resp, err := f.cli.Get(ctx, k.JournalOperationPrefix("t", "effects", op), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Count
+	}
+	if n := journal("done"); n != 0 {
+		t.Fatalf("%d journal entries of a collected record remain", n)
+	}
+	if journal("open") != 1 || journal("late") != 2 {
+		t.Fatalf("journal of kept records: open %d, late %d; want 1 and 2", journal("open"), journal("late"))
+	}
+
+	// A record that moved after the plan is kept, journal and all.
+	f.clk.advance(2 * window)
+	if err := f.gc.Mark(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.gc.Plan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.cli.Get(ctx, k.Effect("t", "effects", "late"))
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatal(err)
+	}
+	if _, err := f.cli.Put(ctx, k.Effect("t", "effects", "late"), string(got.Kvs[0].Value)); err != nil {
+		t.Fatal(err)
+	}
+	r, err = f.gc.Apply(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted(r, k.Effect("t", "effects", "late")) || journal("late") != 2 {
+		t.Fatalf("a record rewritten after the plan was collected: %+v", r)
 	}
 }

@@ -509,13 +509,16 @@ var indepMutations = []Mutation{
 	// ---- retention/collector.go
 	indN("gc/mark-clock-before-revision", collectorGo, "a mark's time is read before its revision is learned",
 		Edit{"\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\","},
-		Edit{"\tat := g.now().UTC()\n\t_, err = core.Txn(g.c", "\t_, err = core.Txn(g.c"}),
+		Edit{"\tat := g.now().UTC()\n\t_, err = core.Txn(g.c", "\t_, err = core.Txn(g.c"}).
+		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/mark-seconds", collectorGo, "marks are stamped to the second: a mark reads up to 1s older than it is",
-		`OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339))`),
+		`OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339))`).
+		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/horizon-oldest", collectorGo, "the horizon is the oldest old mark, not the newest",
 		`if m.rev > newest.rev {`, `if m.rev < newest.rev {`),
 	ind("gc/horizon-mark-collected", collectorGo, "the horizon's own mark is collected with the older ones",
-		`if m.rev < newest.rev {`, `if m.rev <= newest.rev {`),
+		`if m.rev < newest.rev {`, `if m.rev <= newest.rev {`).
+		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/effects-unresolved", collectorGo, "ledger records are collected whatever their state",
 		`if json.Unmarshal(kv.Value, &rec) != nil || !resolved(rec.State) {`, `if json.Unmarshal(kv.Value, &rec) != nil {`),
 	ind("gc/owned-by-owner-key", collectorGo, "owned tasks are recorded by owner key, so no fence reads as owned in the plan",
@@ -532,17 +535,21 @@ var indepMutations = []Mutation{
 		`} else if want := g.keyOf(c); c.Key != want {`, `} else if want := g.keyOf(c); false && c.Key != want {`),
 	ind("gc/prefix-no-slash", collectorGo, "Apply accepts a candidate under a sibling prefix (/leasegate-x)",
 		`!strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {`, `!strings.HasPrefix(c.Key, g.keys.Prefix()) {`).
+		killedBy("./retention", "TestApplyRefusesCandidatesItCannotGuard").
 		equivalent("since 166d107 every candidate's key must equal the key its fields name (a mark's included), and those are all under <prefix>/: a sibling-prefix key is refused by that check whatever the prefix test says"),
 	ind("gc/journal-kept", collectorGo, "a collected ledger record's journal entries are left behind",
 		`dels = append(dels, clientv3.OpDelete(g.lk.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))`, ``),
 	ind("gc/batch-all-kept", collectorGo, "one failed guard keeps its whole batch",
-		"r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}", "r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}\n\t\tr.Kept = append(r.Kept, batch...)\n\t\tcontinue"),
+		"r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}", "r.Deleted = append(r.Deleted, batch...)\n\t\t\tcontinue\n\t\t}\n\t\tr.Kept = append(r.Kept, batch...)\n\t\tcontinue").
+		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/page-overlap", collectorGo, "a scan's next page starts at the last key read, not after it",
-		`from = string(rr.Kvs[len(rr.Kvs)-1].Key) + "\x00"`, `from = string(rr.Kvs[len(rr.Kvs)-1].Key)`),
+		`from = string(rr.Kvs[len(rr.Kvs)-1].Key) + "\x00"`, `from = string(rr.Kvs[len(rr.Kvs)-1].Key)`).
+		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/batch-over-limit", collectorGo, "a batch of deletes holds more compares than etcd's max-txn-ops",
 		`const batchSize = 50`, `const batchSize = 100`),
 	ind("gc/min-version-zero", collectorGo, "Apply accepts an operation candidate without the version it committed",
-		`if c.Kind == KindOp && c.MinStateVersion < 1 {`, `if false {`),
+		`if c.Kind == KindOp && c.MinStateVersion < 1 {`, `if false {`).
+		killedBy("./retention", "TestApplyRefusesCandidatesItCannotGuard"),
 	ind("gc/owned-fence-planned", collectorGo, "the plan lists the fences of owned tasks",
 		`if kv.ModRevision >= h || owned[string(kv.Key)] {`, `if kv.ModRevision >= h {`),
 }
