@@ -102,3 +102,27 @@ func TestScaleSessionLogsInOnEachMember(t *testing.T) {
 		t.Fatalf("report %+v: want the one size run", rep.Sizes)
 	}
 }
+
+// TestScaleSmoke: tiny sizes; every grant claimed, every owner key seen
+// gone after the session's death, every per-lock key after its lease's.
+func TestScaleSmoke(t *testing.T) {
+	t.Parallel()
+	sizes := []int{20, 50}
+	rep, err := bench.Scale(lgtest.Ctx(t), bench.ScaleConfig{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true},
+		Sizes: sizes, Workers: 4, Commits: 5, TTL: time.Second, PerLock: 30, PerLockTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sizes) != len(sizes) {
+		t.Fatalf("sizes %+v", rep.Sizes)
+	}
+	for i, sz := range rep.Sizes {
+		if sz.Grants != sizes[i] || sz.Leases != 1 || sz.ClaimsPerSec <= 0 || sz.CommitP50Ms <= 0 || sz.CommitP99Ms < sz.CommitP50Ms ||
+			sz.Expiry.Keys != sizes[i] || sz.Expiry.Leases != 1 || sz.Expiry.LagMaxMs < sz.Expiry.LagP50Ms {
+			t.Errorf("size %+v", sz)
+		}
+	}
+	if pl := rep.PerLock; pl == nil || pl.Keys != 30 || pl.Leases != 30 || pl.LagMaxMs < pl.LagP50Ms {
+		t.Errorf("per-lock %+v", rep.PerLock)
+	}
+}
