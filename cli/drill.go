@@ -87,7 +87,8 @@ the role's grant on --prefix).`,
 			"leasegate drill --via-gateway=false   # the fenced workers call the ledger in-process",
 			"leasegate --endpoints 127.0.0.1:2379 drill --trials 200 --keep",
 			"leasegate drill --providers real                # 20 trials per design on PostgreSQL and BIND",
-			"leasegate drill --providers real --trials 5 --design fenced"),
+			"leasegate drill --providers real --trials 5 --design fenced",
+			"leasegate drill --worker 'python3 examples/python/recovery_worker.py' --trials 20"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of every trial's faults and timings", Value: defaultDrillSeed},
@@ -99,6 +100,7 @@ the role's grant on --prefix).`,
 			&cli.BoolFlag{Name: "keep", Usage: "keep the run's keys in etcd (with --endpoints) for inspection"},
 			&cli.StringFlag{Name: "providers", Usage: "sim (simulated providers, virtual time) or real (PostgreSQL and BIND on this machine, real time; default 20 trials)", Value: "sim"},
 			&cli.BoolFlag{Name: "via-gateway", Usage: "the fenced workers reach the effect gateway over loopback TLS (false: they call the ledger in-process)", Value: true},
+			&cli.StringFlag{Name: "worker", Usage: "drill your own recovery worker: `'CMD ARGS'` (split on spaces) run as processes against the trial's gateway, per the contract in docs/drill.md (default 20 trials)"},
 			metricsAddrFlag(),
 		},
 		Action: drillAction,
@@ -114,7 +116,8 @@ type drillSettings struct {
 	keep     bool
 	trials   int
 	designs  []drill.Design
-	real     bool // --providers real
+	real     bool     // --providers real
+	worker   []string // --worker
 }
 
 func drillFlags(c *cli.Context) (drillSettings, error) {
@@ -142,8 +145,28 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 	default:
 		return s, coordinator.Invalid("drill", "--providers %q: use sim or real", pr)
 	}
+	if w := c.String("worker"); c.IsSet("worker") {
+		if s.worker = strings.Fields(w); len(s.worker) == 0 {
+			return s, coordinator.Invalid("drill", "--worker %q: give the worker's command and its arguments", w)
+		}
+		for _, f := range []string{"design", "scenario", "providers", "via-gateway"} {
+			if c.IsSet(f) {
+				return s, coordinator.Invalid("drill", "--%s is for the built-in designs, not --worker", f)
+			}
+		}
+		s.designs = []drill.Design{drill.Worker}
+		if !c.IsSet("trials") {
+			s.trials = drill.DefaultWorkerTrials
+		}
+	}
 	s.opts = []drill.Option{drill.WithTrials(s.trials), drill.WithSeed(c.Uint64("seed")),
-		drill.WithParallel(c.Int("parallel")), drill.WithDesigns(s.designs...), drill.WithViaGateway(c.Bool("via-gateway"))}
+		drill.WithParallel(c.Int("parallel")), drill.WithViaGateway(c.Bool("via-gateway"))}
+	if s.worker == nil {
+		s.opts = append(s.opts, drill.WithDesigns(s.designs...))
+	}
+	if s.worker != nil {
+		s.opts = append(s.opts, drill.WithWorker(s.worker...))
+	}
 	if c.IsSet("replay") {
 		if s.replay < 0 {
 			return s, coordinator.Invalid("drill", "--replay %d: a trial number is 0 or more", s.replay)
@@ -276,6 +299,9 @@ func drillAction(c *cli.Context) error {
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+fmt.Sprintf(
 			"\nservers set up in %.1f s; reset before each trial (fresh standby by pg_basebackup, primary crashed, record reset) p50 %.2f s, max %.2f s over %d trials",
 			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds(), true)
+	case s.worker != nil:
+		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+"\nworker: "+strings.Join(s.worker, " ")+
+			" (its instances as processes, real time, the world's clock 10x)", drill.WorkerFaultKinds(), false)
 	default:
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s), drill.FaultKinds(), false)
 	}
@@ -343,7 +369,7 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 		return p.result(rep, table{})
 	}
 	designs := make([]drill.Design, 0, len(rep.Designs))
-	for _, d := range []drill.Design{drill.Fenced, drill.Naive} {
+	for _, d := range []drill.Design{drill.Fenced, drill.Naive, drill.Worker} {
 		if _, ok := rep.Designs[d]; ok {
 			designs = append(designs, d)
 		}
@@ -396,6 +422,9 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 		faults.rows = append(faults.rows, row)
 	}
 	verdict := "PASS: every fixture refused as expected; the fenced design has zero violations; the naive design is caught"
+	if _, ok := rep.Designs[drill.Worker]; ok {
+		verdict = "PASS: every fixture refused as expected; the worker has zero violations"
+	}
 	if !rep.Pass {
 		verdict = "FAIL: " + rep.Why
 	}

@@ -42,6 +42,8 @@ type config struct {
 	// ViaGateway: the fenced workers reach their gateway over loopback TLS
 	// (gateway.go), else they call the ledger in-process.
 	ViaGateway bool
+	// worker: drill a user's worker (WithWorker, worker.go).
+	worker *workerConfig
 }
 
 // WithTrials sets the number of trials per design (default DefaultTrials).
@@ -224,6 +226,8 @@ type runner struct {
 	coord *coordinator.Coordinator
 	// hop serves the fenced trials' gateways (nil: in-process).
 	hop *hop
+	// proc serves a user's worker's trials (WithWorker; nil: none).
+	proc *procRun
 	// worker is how the real-provider workers dial etcd (client.go; nil:
 	// the endpoints alone).
 	worker *workerClient
@@ -302,6 +306,18 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		}()
 		r.hop = h
 	}
+	if cfg.worker != nil {
+		pr, err := startProcRun(r, cfg.worker.argv, lg)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if cerr := pr.close(); cerr != nil {
+				lg.Warn("worker gateway listener", zap.Error(cerr))
+			}
+		}()
+		r.proc = pr
+	}
 	if cfg.Replay >= 0 || cfg.Scenario != "" {
 		r.total = len(cfg.Designs)
 	}
@@ -329,6 +345,9 @@ func verdict(rep *Report, replay bool) (bool, string) {
 	}
 	if f, ok := rep.Designs[Fenced]; ok && f.TotalViolations > 0 {
 		return false, fmt.Sprintf("the fenced design has %d violations", f.TotalViolations)
+	}
+	if w, ok := rep.Designs[Worker]; ok && w.TotalViolations > 0 {
+		return false, fmt.Sprintf("the worker has %d violations", w.TotalViolations)
 	}
 	if n, ok := rep.Designs[Naive]; ok && !replay {
 		caught := 0

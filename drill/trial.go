@@ -113,6 +113,9 @@ func (r *runner) runTrial(ctx context.Context, design Design, trial int) (*Traje
 	if r.cfg.real != nil {
 		return r.runRealTrial(ctx, design, trial)
 	}
+	if r.proc != nil {
+		return r.proc.runTrial(ctx, trial)
+	}
 	rng := trialRNG(r.cfg.Seed, trial)
 	return r.runWorld(ctx, design, trial, newPlan(rng), nil, rng)
 }

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""A recovery worker for `leasegate drill --worker` (standard library only).
+
+It follows the drill's worker contract (docs/drill.md, "Drilling your own
+worker"): everything it needs is in its environment, it acts only through
+the gateway, and its exit code says how it ended:
+
+  0  done: the checkout record points at the writer, as the gateway reads it
+  2  it could not use what it was given (a missing variable, a bad plan)
+  3  held: the commander refused, a record waits in MANUAL_REVIEW, an
+     operator edited the record by hand, or etcd could not be reached
+  4  fenced: another instance holds the task (stale_owner, expired_owner)
+
+What makes it safe is the seed-003 lesson, in this order:
+
+  1. claim the task, then Reconcile: whatever an earlier instance left
+     DISPATCHING or UNKNOWN is settled by the gateway from the provider's
+     authority before anything new is sent;
+  2. adopt the promotion record if one exists, under the plan's stable
+     operation id — never mint a new key for a retry; a lost answer
+     (outcome_unknown) is settled by Reconcile, not by sending again;
+  3. only after the topology shows the target as the writer, point traffic
+     at it, against the record's value as the provider shows it now; a
+     value nobody in the workflow set is an operator's edit: hold;
+  4. stop at the first refusal of the fence: another instance owns it now.
+
+    leasegate drill --worker 'python3 examples/python/recovery_worker.py' --trials 20
+"""
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from leasegate_worker import WORKER, Gateway, LeasegateError  # noqa: E402
+
+EXIT_DONE, EXIT_USAGE, EXIT_HELD, EXIT_FENCED = 0, 2, 3, 4
+FENCED = ("stale_owner", "expired_owner")
+
+
+class Held(Exception):
+    """The worker stops for the commander: traffic is held."""
+
+
+def env(name):
+    v = os.environ.get(name)
+    if not v:
+        sys.stderr.write("recovery_worker: %s is not set (run me under leasegate drill --worker)\n" % name)
+        sys.exit(EXIT_USAGE)
+    return v
+
+
+def world(digest):
+    """The fields of an observation digest: writer=X;promoting=Y[;record=Z]."""
+    out = {}
+    for part in digest.split(";"):
+        k, _, v = part.partition("=")
+        out[k] = "" if v == "-" else v
+    return out
+
+
+class Recovery:
+    def __init__(self):
+        self.gw = Gateway(env("LEASEGATE_GATEWAY"), env("LEASEGATE_CA"), env("LEASEGATE_CERT"), env("LEASEGATE_KEY"))
+        self.tenant, self.task = env("LEASEGATE_TENANT"), env("LEASEGATE_TASK")
+        try:
+            self.plan = json.loads(env("LEASEGATE_PLAN"))
+            self.promote = self.plan["promote"]
+            self.traffic = self.plan["traffic"]
+            self.original = self.plan["original_writer"]
+        except (ValueError, KeyError) as e:
+            sys.stderr.write("recovery_worker: bad LEASEGATE_PLAN: %s\n" % e)
+            sys.exit(EXIT_USAGE)
+        self.ttl = int(env("LEASEGATE_SESSION_TTL"))
+        self.grant = None
+
+    # -- gateway reads -----------------------------------------------------
+
+    def records(self):
+        out = self.gw.call(WORKER, "ListRecords", {"tenant": self.tenant, "task": self.task}, write=False)
+        return out.get("records", [])
+
+    def record(self, op):
+        out = self.gw.call(WORKER, "GetRecord", {"tenant": self.tenant, "task": self.task, "operation": op}, write=False)
+        return out["record"]
+
+    def topology(self):
+        p = self.promote
+        pre = self.gw.observe_precondition(self.grant, p["kind"], p["target"], p["params"])
+        return world(pre["digest"])
+
+    def traffic_view(self, value):
+        t = self.traffic
+        pre = self.gw.observe_precondition(self.grant, t["kind"], t["record"], {"record": t["record"], "value": value})
+        return pre["digest"], world(pre["digest"])
+
+    # -- the steps -----------------------------------------------------------
+
+    def claim(self):
+        self.session = self.gw.open_session(self.ttl)
+        self.session.keep_alive()
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.grant = self.session.claim(self.tenant, self.task)
+                return
+            except LeasegateError as e:
+                if e.disposition in ("busy", "authority_unavailable") and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise
+
+    def reconcile(self):
+        """Settles what an earlier instance left, until nothing is UNKNOWN."""
+        for _ in range(200):
+            recs = self.gw.reconcile(self.grant)
+            if not any(r.get("state") in ("UNKNOWN", "DISPATCHING") for r in recs):
+                return
+            time.sleep(0.2)
+        raise Held("records stay UNKNOWN after reconciling")
+
+    def settle(self, op):
+        """Drives one record to an end state through approvals and the
+        gateway's dispatch; returns its final state."""
+        for _ in range(3000):
+            rec = self.record(op)
+            st = rec.get("state")
+            if st == "AUTHORIZED":
+                try:
+                    self.gw.dispatch(self.grant, op)
+                except LeasegateError as e:
+                    if e.disposition in FENCED:
+                        raise
+                    # outcome_unknown: the answer was lost, not the effect.
+                    # Never send again under a new key: reconcile it.
+                    self.reconcile()
+                continue
+            if st in ("DISPATCHING", "UNKNOWN"):
+                self.reconcile()
+                continue
+            if st in ("PROPOSED", "MANUAL_REVIEW"):
+                time.sleep(0.1)  # the commander decides
+                continue
+            return st
+        raise Held("%s never settled" % op)
+
+    def recover_promotion(self):
+        p = self.promote
+        target = p["target"]
+        ops = [r for r in self.records() if r.get("effect", {}).get("kind") == p["kind"]]
+        for attempt in range(1, 4):
+            if not ops:
+                w = self.topology()
+                if w.get("writer") == target:
+                    return  # already promoted (out of band, or by an earlier record)
+                op = p["operation"] if attempt == 1 else "%s/%d" % (p["operation"], attempt)
+                pre = self.gw.observe_precondition(self.grant, p["kind"], target, p["params"])
+                self.gw.propose(self.grant, op, p["kind"], target, p["params"], pre["digest"])
+                ops = [{"operation": op}]
+            st = self.settle(ops[-1]["operation"])
+            w = self.topology()
+            if st == "CONFIRMED" or w.get("writer") == target or w.get("promoting") == target:
+                return
+            if st == "FAILED":
+                ops = []  # shown never applied: a new intent is legitimate
+                continue
+            if st == "SUPERSEDED":
+                ops = []  # the world moved under the approval: look again
+                continue
+            raise Held("promotion %s ended %s" % (ops[-1]["operation"], st))
+        raise Held("no promotion after 3 intents")
+
+    def wait_writer(self):
+        target = self.promote["target"]
+        for _ in range(3000):
+            w = self.topology()
+            if w.get("writer") == target and not w.get("promoting"):
+                return target
+            time.sleep(0.1)
+        raise Held("the topology never showed %s as the writer" % target)
+
+    def recover_traffic(self, writer):
+        t = self.traffic
+        prefix = t["operation_prefix"]
+        for _ in range(6):
+            mine = [r for r in self.records() if r.get("effect", {}).get("kind") == t["kind"]]
+            left = self.original  # what the workflow last left the record at
+            for r in mine:
+                if r.get("state") in ("CONFIRMED", "DISPATCHING", "UNKNOWN"):
+                    left = json.loads(r["effect"]["paramsJson"]).get("value", left)
+            digest, w = self.traffic_view(writer)
+            if w.get("record") == writer:
+                return
+            if w.get("record") != left:
+                raise Held("the record is %s, the workflow left %s: an operator's edit; not overwritten"
+                           % (w.get("record"), left))
+            open_ = [r for r in mine if r.get("state") in ("PROPOSED", "AUTHORIZED")]
+            if open_:
+                op = open_[-1]["operation"]
+            else:
+                op = "%s%d" % (prefix, len(mine) + 1)
+                self.gw.propose(self.grant, op, t["kind"], t["record"], {"record": t["record"], "value": writer}, digest)
+            self.settle(op)
+        raise Held("traffic never reached the writer")
+
+    def run(self):
+        try:
+            self.claim()
+            self.reconcile()
+            self.recover_promotion()
+            writer = self.wait_writer()
+            self.recover_traffic(writer)
+            _, w = self.traffic_view(writer)
+            if w.get("record") != writer:
+                raise Held("verification: the record is %s, not the writer %s" % (w.get("record"), writer))
+            return EXIT_DONE
+        except LeasegateError as e:
+            if e.disposition in FENCED:
+                sys.stderr.write("recovery_worker: fenced out: %s\n" % e)
+                return EXIT_FENCED
+            if e.disposition in ("authority_unavailable", "outcome_unknown"):
+                sys.stderr.write("recovery_worker: hold: %s\n" % e)
+                return EXIT_HELD
+            raise
+        except Held as e:
+            sys.stderr.write("recovery_worker: held for the commander: %s\n" % e)
+            return EXIT_HELD
+        finally:
+            if getattr(self, "session", None) is not None:
+                try:
+                    self.session.close()
+                except LeasegateError:
+                    pass
+
+
+if __name__ == "__main__":
+    sys.exit(Recovery().run())
