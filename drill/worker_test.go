@@ -1,17 +1,18 @@
 package drill_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // python3 is the interpreter the example workers run under; the tests that
@@ -29,7 +30,11 @@ func python3(t *testing.T) string {
 func runWorker(t *testing.T, seed uint64, trials int, argv ...string) (*drill.Report, error) {
 	t.Helper()
 	cli := embedtest.NewCluster(t).Client(t)
-	return drill.Run(lgtest.Ctx(t), cli, drill.WithTrials(trials), drill.WithSeed(seed), drill.WithParallel(trials),
+	// Real processes on real time: a trial takes seconds, longer on a
+	// loaded machine than lgtest.Ctx allows.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return drill.Run(ctx, cli, drill.WithTrials(trials), drill.WithSeed(seed), drill.WithParallel(trials),
 		drill.WithPrefix("/worker"), drill.WithWorker(argv...))
 }
 
