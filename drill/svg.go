@@ -1,72 +1,104 @@
 package drill
 
 import (
-	"bufio"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
-	"time"
+
+	"github.com/leasegate/leasegate/timeline"
 )
 
-// SVG draws a trajectory as a timeline, hand-written SVG: one lane per
-// actor — the workers first, each with its epochs as bands from claim to
-// lease end, then the commander, the operator, the providers and the rest
-// — every event a marker in its actor's lane (its full line, as Render
-// prints it canonically, in the marker's <title>; transitions labelled
-// with their state), the providers' state over time as bands (Aurora's
-// writer and a promotion in progress; Route 53's record value and each
-// change's PENDING/INSYNC), faults as red markers with a dashed line
-// across the lanes, and the graders' violations listed under the chart.
+// SVG draws a trajectory as a timeline (package timeline): one lane per
+// actor — the workers first, each with its epochs as bars from its claim
+// to the end of its grant, then the commander, the operator, the naive
+// design's workflow engine, the providers and the rest; Aurora's lane
+// carries the writer (and a promotion in progress) as bars, Route 53's
+// where traffic points and each change PENDING until INSYNC. Every step of
+// the incident's story (claims, leases ending, faults, the journal's
+// transitions, the calls that change something, what the providers did,
+// refusals, holds, the commander's and the workers' decisions) is a
+// numbered badge in its actor's lane and a numbered line in the list under
+// the chart, which says what happened in words; reads and polls are dots.
+// Every event carries its whole trajectory line (as Render prints it
+// canonically) as its <title>. Faults are red with a dashed line across the
+// lanes. A legend names the colours; the end state and the graders'
+// violations close the picture.
 //
-// Simulated time runs left to right, 12 px a second; a gap of more than 8 s
-// with nothing happening is drawn 8 s wide with a break mark, so that a
-// trial's minutes of waiting do not push its events apart. The output is
-// a function of the trajectory alone (epochs are named by order), so the
+// The picture is laid out for 800 px (timeline.DefaultWidth), the width a
+// README shows it at, with no text under 11 px and no two labels
+// overlapping (checked in a real browser by the drill's tests). The output
+// is a function of the trajectory alone (epochs are named by order), so the
 // same trial draws the same picture.
 func (t *Trajectory) SVG(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	d := newDrawing(t)
-	d.write(bw)
-	return bw.Flush()
+	return t.Chart().SVG(w)
 }
 
-const (
-	svgPxPerSec  = 12.0
-	svgMaxGap    = 8 * time.Second
-	svgBreak     = 18.0
-	svgLeft      = 150.0
-	svgTop       = 46.0
-	svgLaneH     = 34.0
-	svgRight     = 40.0
-	svgViolLineH = 15.0
-)
-
-type drawing struct {
-	t     *Trajectory
-	order map[int64]int
-	lanes []string
-	lane  map[string]int
-	xs    []float64 // by event
-	width float64
-	// breaks are the x of compressed gaps.
-	breaks []float64
+// laneNames are the lanes' names and second lines, by actor.
+var laneNames = map[string][2]string{
+	"commander": {"commander", "approves, repairs"},
+	"operator":  {"operator", "a person's edits"},
+	"temporal":  {"workflow", "the naive engine"},
+	"aurora":    {"Aurora", "bar: the writer"},
+	"route53":   {"Route 53", "bar: traffic to"},
+	"audit":     {"audit", "provider logs"},
+	"network":   {"network", ""},
 }
 
-func newDrawing(t *Trajectory) *drawing {
-	d := &drawing{t: t, order: t.epochOrder(), lane: map[string]int{}}
+// stateMeaning explains a journal state for the picture's key.
+var stateMeaning = map[string]string{
+	"PROPOSED":      "written, waiting for the commander's approval",
+	"AUTHORIZED":    "approved",
+	"DISPATCHING":   "the call to the provider is going out",
+	"CONFIRMED":     "the provider's evidence shows it took effect",
+	"UNKNOWN":       "the answer was lost: it may or may not have happened",
+	"MANUAL_REVIEW": "left for a person to resolve",
+	"REJECTED":      "refused before any call",
+	"SUPERSEDED":    "replaced; it never took effect",
+	"FAILED":        "the attempt failed",
+	"STARTED":       "a workflow activity started",
+}
+
+// designStory says what a design is, for the picture's subtitle.
+var designStory = map[Design]string{
+	Naive:  "Naive design (the seed's): each attempt sends a fresh request key, the workflow's checkpoint is trusted as the present, nothing stops a paused worker that wakes up.",
+	Fenced: "Fenced design (leasegate): every effect goes through the gateway, which checks the worker's epoch and keeps each operation's record (its journal); a replacement adopts what the record says.",
+}
+
+// Chart is the trajectory as a timeline.Chart: what SVG draws.
+func (t *Trajectory) Chart() timeline.Chart {
+	order := t.epochOrder()
+	what := fmt.Sprintf("Trial %d", t.Trial)
+	if t.Scenario != "" {
+		what = fmt.Sprintf("Scenario %s", t.Scenario)
+	}
+	c := timeline.Chart{
+		Title: fmt.Sprintf("%s, %s design: the writer was %s; at the end the writer is %s and traffic points at %s (%d traffic moves)",
+			what, t.Design, t.Original, t.FinalWriter, t.FinalTraffic, trafficMoves(t)),
+		Subtitle: "A regional failover of the checkout database: workers in turn hold the incident task (a lease, under an epoch) and must promote the " +
+			clusterSecondary + " secondary (Aurora), then point checkout's traffic at it (Route 53). " + designStory[t.Design] +
+			"\nTime runs left to right (a long quiet gap is drawn narrow, its length under the axis); each number is explained in the list below.",
+		Width:  timeline.DefaultWidth,
+		Styles: drillStyles(),
+	}
+	// Lanes: the workers first, then by rank; Aurora and Route 53 always.
 	var workers, others []string
+	seen := map[string]bool{}
 	for _, e := range t.Events {
-		a := e.Actor
-		if _, ok := d.lane[a]; ok {
+		if seen[e.Actor] {
 			continue
 		}
-		d.lane[a] = -1
-		if strings.HasPrefix(a, "worker-") {
-			workers = append(workers, a)
+		seen[e.Actor] = true
+		if strings.HasPrefix(e.Actor, "worker-") {
+			workers = append(workers, e.Actor)
 		} else {
-			others = append(others, a)
+			others = append(others, e.Actor)
+		}
+	}
+	for _, want := range []string{"aurora", "route53"} {
+		if !seen[want] {
+			others = append(others, want)
 		}
 	}
 	sort.Strings(workers)
@@ -79,156 +111,191 @@ func newDrawing(t *Trajectory) *drawing {
 		return 99
 	}
 	sort.SliceStable(others, func(i, j int) bool { return rank(others[i]) < rank(others[j]) })
-	for _, want := range []string{"aurora", "route53"} { // the providers' state bands need their lanes
-		if _, ok := d.lane[want]; !ok {
-			others = append(others, want)
+	actors := append(workers, others...)
+	lane := map[string]int{}
+	for i, a := range actors {
+		lane[a] = i
+		name, sub := a, ""
+		if strings.HasPrefix(a, "worker-") {
+			name, sub = "worker "+who(a), "bar: its grant"
+		} else if n, ok := laneNames[a]; ok {
+			name, sub = n[0], n[1]
 		}
+		c.Lanes = append(c.Lanes, timeline.Lane{Name: name, Sub: sub})
 	}
-	sort.SliceStable(others, func(i, j int) bool { return rank(others[i]) < rank(others[j]) })
-	d.lanes = append(workers, others...)
-	for i, a := range d.lanes {
-		d.lane[a] = i
-	}
-	// x of each event: time, long gaps compressed; events at one instant
-	// in one lane spread a few pixels apart.
-	x, last := svgLeft+10, time.Duration(0)
-	seen := map[string]int{}
+	// Every event; the story's steps numbered and explained.
+	states := map[string]bool{}
 	for i, e := range t.Events {
-		if i == 0 {
-			last = e.At
+		ev := timeline.Event{
+			At:    simTime(e.At),
+			Class: eventClass(e),
+			Title: strings.TrimSpace(eventLine(e, order, true)),
+			Data:  map[string]string{"index": strconv.Itoa(i), "kind": string(e.Kind), "at": fmt.Sprintf("%.3f", e.At.Seconds())},
 		}
-		gap := e.At - last
-		if gap > svgMaxGap {
-			d.breaks = append(d.breaks, x+svgMaxGap.Seconds()*svgPxPerSec/2)
-			x += svgMaxGap.Seconds()*svgPxPerSec + svgBreak
-		} else {
-			x += gap.Seconds() * svgPxPerSec
+		if label, text, ok := explain(e, order); ok {
+			ev.Label, ev.Explain = label, text
 		}
-		if gap > 0 {
-			seen = map[string]int{}
+		ev.Across = e.Kind == KindFault
+		if e.Kind == KindTransition {
+			states[e.To] = true
 		}
-		k := e.Actor
-		d.xs = append(d.xs, x+float64(seen[k])*4)
-		seen[k]++
-		last = e.At
+		l := &c.Lanes[lane[e.Actor]]
+		l.Events = append(l.Events, ev)
 	}
-	d.width = x + 60 + svgRight
-	for _, xi := range d.xs {
-		d.width = max(d.width, xi+svgRight+60)
+	t.grantSpans(&c, lane, order)
+	t.providerSpans(&c, lane)
+	// The key: what the journal's states mean, those this picture shows.
+	var key []string
+	for _, s := range []string{"STARTED", "PROPOSED", "AUTHORIZED", "DISPATCHING", "CONFIRMED", "UNKNOWN", "FAILED", "REJECTED", "SUPERSEDED", "MANUAL_REVIEW"} {
+		if states[s] {
+			key = append(key, s+" = "+stateMeaning[s])
+		}
 	}
-	return d
-}
-
-func (d *drawing) laneY(a string) float64 { return svgTop + float64(d.lane[a])*svgLaneH }
-
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
-	return b.String()
-}
-
-// colour of a cluster or record value.
-func colour(v string) string {
-	switch v {
-	case clusterPrimary:
-		return "#9e9e9e"
-	case clusterSecondary:
-		return "#1e88e5"
-	case maintenance:
-		return "#fb8c00"
-	case staticFallback:
-		return "#8e24aa"
+	if len(key) > 0 {
+		c.Key = []string{"Record states: " + strings.Join(key, "; ") + "."}
 	}
-	return "#bdbdbd"
-}
-
-func (d *drawing) write(w *bufio.Writer) {
-	t := d.t
+	// The end and the graders' verdict.
+	c.Notes = append(c.Notes, timeline.Note{Text: fmt.Sprintf("End: writer %s, traffic to %s, %d traffic moves.", t.FinalWriter, t.FinalTraffic, trafficMoves(t))})
 	vs := Grade(t)
-	chartBottom := svgTop + float64(len(d.lanes))*svgLaneH
-	height := chartBottom + 50 + float64(len(vs)+1)*svgViolLineH + 20
-	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="monospace" font-size="10">`+"\n",
-		d.width, height, d.width, height)
-	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	what := fmt.Sprintf("trial %d", t.Trial)
-	if t.Scenario != "" {
-		what = fmt.Sprintf("scenario %s", t.Scenario)
-	}
-	fmt.Fprintf(w, `<text x="10" y="18" font-size="13" font-weight="bold">%s</text>`+"\n",
-		esc(fmt.Sprintf("%s, %s design: writer before the incident %s; ends writer %s, traffic %s", what, t.Design, t.Original, t.FinalWriter, t.FinalTraffic)))
-	fmt.Fprintf(w, `<text x="10" y="34" fill="#555">%s</text>`+"\n",
-		esc("simulated time left to right (12 px/s; a break mark is a quiet gap drawn 8 s wide); hover a marker for its event"))
-	// Lanes.
-	for i, a := range d.lanes {
-		y := d.laneY(a)
-		fill := "#fafafa"
-		if i%2 == 1 {
-			fill = "#f0f0f0"
-		}
-		fmt.Fprintf(w, `<rect x="0" y="%.1f" width="%.0f" height="%.0f" fill="%s"/>`+"\n", y, d.width, svgLaneH, fill)
-		fmt.Fprintf(w, `<text x="8" y="%.1f" font-weight="bold">%s</text>`+"\n", y+svgLaneH/2+4, esc(a))
-	}
-	d.epochBands(w)
-	d.providerBands(w)
-	for _, x := range d.breaks {
-		fmt.Fprintf(w, `<path d="M%.1f %.1f l-4 8 l8 4 l-8 4 l4 8" fill="none" stroke="#777"/>`+"\n", x, svgTop-20)
-	}
-	// Time ticks: the clock at every event time that starts a new second
-	// past the last tick by 40 px.
-	lastTick := -1e9
-	for i, e := range t.Events {
-		if d.xs[i]-lastTick < 70 {
-			continue
-		}
-		lastTick = d.xs[i]
-		fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", d.xs[i], svgTop, d.xs[i], chartBottom)
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" fill="#555" text-anchor="middle">%s</text>`+"\n", d.xs[i], chartBottom+14, esc(clock(e.At)))
-	}
-	// Faults: a dashed line across the lanes.
-	for i, e := range t.Events {
-		if e.Kind == KindFault {
-			fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e53935" stroke-dasharray="3,3" opacity="0.5"/>`+"\n",
-				d.xs[i], svgTop, d.xs[i], chartBottom)
-		}
-	}
-	// Every event.
-	for i, e := range t.Events {
-		d.marker(w, i, e)
-	}
-	// Legend and violations.
-	y := chartBottom + 34
-	fmt.Fprintf(w, `<text x="10" y="%.1f">%s</text>`+"\n", y, esc("● call  ■ provider changed the world  ◆ transition  ▲ fault  ✕ refused  ⏸ hold  ○ other; bands: epochs (workers), writer / promoting (aurora), record value and change status (route53)"))
-	y += svgViolLineH + 4
 	if len(vs) == 0 {
-		fmt.Fprintf(w, `<text x="10" y="%.1f" fill="#2e7d32" font-weight="bold" class="verdict">graders: no violation</text>`+"\n", y)
+		c.Notes = append(c.Notes, timeline.Note{Text: "graders: no violation", Tone: timeline.Good, Class: "verdict"})
 	}
 	for _, v := range vs {
-		fmt.Fprintf(w, `<text x="10" y="%.1f" fill="#c62828" class="violation">%s</text>`+"\n", y,
-			esc("VIOLATION "+string(v.Grader)+": "+canonicalEpochs(d.order, v.Detail)))
-		y += svgViolLineH
+		c.Notes = append(c.Notes, timeline.Note{Text: "VIOLATION " + string(v.Grader) + ": " + canonicalEpochs(order, v.Detail), Tone: timeline.Bad, Class: "violation"})
 	}
-	fmt.Fprintln(w, `</svg>`)
+	return c
 }
 
-// epochBands draws each worker's grants: from its claim to the end of its
-// grant (lease expired, released), or the end of the trial.
-func (d *drawing) epochBands(w *bufio.Writer) {
-	start := map[string]int{}
-	end := d.xs[len(d.xs)-1] + 20
-	band := func(actor string, from int, to float64) {
-		e := d.t.Events[from]
-		y := d.laneY(actor)
-		fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="#c8e6c9" opacity="0.8" class="epoch"/>`+"\n",
-			d.xs[from], y+3, max(to-d.xs[from], 2), svgLaneH-6)
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" fill="#2e7d32">%s</text>`+"\n", d.xs[from]+3, y+12, esc(fmt.Sprintf("epoch e%d", d.order[e.Epoch])))
+// clusterClass is the colour class of a cluster or record value.
+func clusterClass(v string) string { return "value-" + v }
+
+func drillStyles() map[string]timeline.Style {
+	return map[string]timeline.Style{
+		"epoch":                        {Legend: "a worker holds the incident task (its lease) under this epoch"},
+		clusterClass(clusterPrimary):   {Fill: "#cfd8dc", Text: "#263238", Legend: clusterPrimary + ": the original writer, in the impaired region"},
+		clusterClass(clusterSecondary): {Fill: "#bbdefb", Text: "#0d47a1", Legend: clusterSecondary + ": the secondary, promoted to writer"},
+		clusterClass(maintenance):      {Fill: "#ffe0b2", Text: "#e65100", Legend: maintenance + ": checkout's maintenance page"},
+		clusterClass(staticFallback):   {Fill: "#e1bee7", Text: "#4a148c", Legend: staticFallback + ": an operator's static fallback"},
+		"promoting":                    {Fill: "#b2dfdb", Text: "#004d40", Legend: "a promotion Aurora accepted, not yet the writer"},
+		"pending":                      {Legend: "a DNS change PENDING until INSYNC (applied everywhere)"},
+		"claim":                        {Legend: "a worker is granted the task"},
+		"lost":                         {Legend: "a worker's grant ends"},
+		"transition":                   {Legend: "an operation's record changes state"},
+		"call":                         {Legend: "a call that changes something reaches a provider"},
+		"change":                       {Legend: "a provider changed the world"},
+		"fault":                        {Legend: "an injected fault (dashed across the lanes)"},
+		"refused":                      {Legend: "the gateway refused a worker"},
+		"hold":                         {Legend: "a worker holds for the commander"},
+		"note":                         {Legend: "a decision, and why"},
+		"read":                         {Legend: "a read or a poll (dot, no number)"},
 	}
-	for i, e := range d.t.Events {
+}
+
+// eventClass is the colour class of an event.
+func eventClass(e Event) string {
+	switch e.Kind {
+	case KindClaim:
+		return "claim"
+	case KindLost:
+		return "lost"
+	case KindTransition:
+		return "transition"
+	case KindFault:
+		return "fault"
+	case KindRefused:
+		return "refused"
+	case KindHold, KindResume:
+		return "hold"
+	case KindApplied:
+		return "change"
+	case KindCall:
+		if isMutation(e) {
+			return "call"
+		}
+		return "read"
+	case KindNote:
+		return "note"
+	}
+	return "read"
+}
+
+// explain is an event's short label and its sentence for the list, for
+// the steps that tell the incident (as the side-by-side replay tells it);
+// reads, polls and routine notes are not explained.
+func explain(e Event, order map[int64]int) (label, text string, ok bool) {
+	epoch := func() string {
+		if e.Epoch == 0 {
+			return ""
+		}
+		return fmt.Sprintf("e%d", order[e.Epoch])
+	}
+	switch e.Kind {
+	case KindClaim:
+		return "claim " + epoch(), fmt.Sprintf("%s claims the incident task: it holds the task's lease under epoch %s", who(e.Actor), epoch()), true
+	case KindLost:
+		return "grant ends", fmt.Sprintf("%s: %s", who(e.Actor), canonicalEpochs(order, e.Detail)), true
+	case KindFault:
+		return "FAULT " + e.Effect, canonicalEpochs(order, e.Detail), true
+	case KindTransition:
+		from := e.From
+		if from == "" {
+			from = "new"
+		}
+		whose := who(e.Actor) + "'s"
+		if e.Actor == "temporal" {
+			whose = "the workflow engine's"
+		}
+		return e.To, fmt.Sprintf("%s record %s: %s → %s", whose, e.Operation, from, e.To), true
+	case KindCall:
+		if isMutation(e) {
+			return e.Effect, fmt.Sprintf("%s calls %s(%s) with request key %s", who(e.By), e.Effect, e.Value, orDash(e.Operation)), true
+		}
+	case KindApplied:
+		ids := strings.Join(e.Evidence, ",")
+		switch e.Effect {
+		case "promotion-accepted":
+			return ids, fmt.Sprintf("Aurora accepts %s: promote %s (the writer changes when it completes)", ids, e.Value), true
+		case "writer":
+			return "writer", fmt.Sprintf("Aurora: the writer is now %s", e.Value), true
+		case "record":
+			return ids, fmt.Sprintf("Route 53 accepts change %s: traffic %s → %s (asked by %s)", ids, e.From, e.To, who(e.By)), true
+		case "insync":
+			return ids + " INSYNC", fmt.Sprintf("Route 53: change %s is INSYNC, applied everywhere", ids), true
+		}
+	case KindRefused:
+		return "REFUSED", fmt.Sprintf("%s refused at the gateway (%s): %s", who(e.Actor), e.Effect, canonicalEpochs(order, e.Detail)), true
+	case KindHold:
+		return "HOLD", fmt.Sprintf("%s holds for the commander: %s", who(e.Actor), canonicalEpochs(order, e.Detail)), true
+	case KindResume:
+		return "resume", "commander: " + canonicalEpochs(order, e.Detail), true
+	case KindNote:
+		if e.Actor == "commander" || strings.Contains(e.Detail, "adopts") || strings.Contains(e.Detail, "wakes up") ||
+			strings.Contains(e.Detail, "late activity") || strings.Contains(e.Detail, "verified") {
+			return "", fmt.Sprintf("%s: %s", who(e.Actor), canonicalEpochs(order, e.Detail)), true
+		}
+	}
+	return "", "", false
+}
+
+// grantSpans draws each worker's grants: from its claim to the end of its
+// grant (lease expired, released), or the end of the trial.
+func (t *Trajectory) grantSpans(c *timeline.Chart, lane map[string]int, order map[int64]int) {
+	start := map[string]int{}
+	band := func(actor string, from int, to int) {
+		e := t.Events[from]
+		s := timeline.Span{From: simTime(e.At), Label: fmt.Sprintf("%s holds the task, epoch e%d", who(actor), order[e.Epoch]), Class: "epoch"}
+		if to >= 0 {
+			s.To = simTime(t.Events[to].At)
+		}
+		c.Lanes[lane[actor]].Spans = append(c.Lanes[lane[actor]].Spans, s)
+	}
+	for i, e := range t.Events {
 		switch e.Kind {
 		case KindClaim:
 			start[e.Actor] = i
 		case KindLost:
 			if from, ok := start[e.Actor]; ok {
-				band(e.Actor, from, d.xs[i])
+				band(e.Actor, from, i)
 				delete(start, e.Actor)
 			}
 		}
@@ -239,115 +306,72 @@ func (d *drawing) epochBands(w *bufio.Writer) {
 	}
 	sort.Strings(open) // the same picture every time
 	for _, a := range open {
-		band(a, start[a], end)
+		band(a, start[a], -1)
 	}
 }
 
-// providerBands draws Aurora's writer (and a promotion in progress) and
-// Route 53's record value and each change's status over time.
-func (d *drawing) providerBands(w *bufio.Writer) {
-	t := d.t
-	end := d.xs[len(d.xs)-1] + 20
-	seg := func(lane string, x0, x1 float64, dy, h float64, fill, label, class string) {
-		if x1 <= x0 {
-			x1 = x0 + 1
-		}
-		y := d.laneY(lane)
-		fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" opacity="0.35" class="%s"><title>%s</title></rect>`+"\n",
-			x0, y+dy, x1-x0, h, fill, class, esc(label))
+// providerSpans draws Aurora's writer (and a promotion in progress) and
+// Route 53's record value and each change PENDING until INSYNC.
+func (t *Trajectory) providerSpans(c *timeline.Chart, lane map[string]int) {
+	if len(t.Events) == 0 {
+		return
+	}
+	begin := simTime(t.Events[0].At)
+	add := func(actor string, s timeline.Span) {
+		c.Lanes[lane[actor]].Spans = append(c.Lanes[lane[actor]].Spans, s)
 	}
 	// Aurora: the writer.
-	writer, from := t.Original, svgLeft
-	promoting, pFrom := "", 0.0
-	for i, e := range t.Events {
+	writer, from := t.Original, begin
+	promoting, pFrom := "", begin
+	for _, e := range t.Events {
 		if e.Kind != KindApplied {
 			continue
 		}
 		switch e.Effect {
 		case "promotion-accepted":
-			promoting, pFrom = e.Value, d.xs[i]
+			promoting, pFrom = e.Value, simTime(e.At)
 		case "writer":
-			seg("aurora", from, d.xs[i], svgLaneH-9, 6, colour(writer), "writer "+writer, "writer")
+			add("aurora", timeline.Span{From: from, To: simTime(e.At), Label: "writer " + writer, Class: clusterClass(writer)})
 			if promoting != "" {
-				seg("aurora", pFrom, d.xs[i], svgLaneH-15, 5, colour(promoting), "promoting "+promoting, "promoting")
+				add("aurora", timeline.Span{From: pFrom, To: simTime(e.At), Label: "promoting " + promoting, Class: "promoting", Row: 1})
 				promoting = ""
 			}
-			writer, from = e.Value, d.xs[i]
+			writer, from = e.Value, simTime(e.At)
 		}
 	}
-	seg("aurora", from, end, svgLaneH-9, 6, colour(writer), "writer "+writer, "writer")
-	// Route 53: the record's value, and each change PENDING then INSYNC.
-	value, vFrom := t.Original, svgLeft
-	pending := map[string]float64{}
+	add("aurora", timeline.Span{From: from, Label: "writer " + writer, Class: clusterClass(writer)})
+	if promoting != "" {
+		add("aurora", timeline.Span{From: pFrom, Label: "promoting " + promoting, Class: "promoting", Row: 1})
+	}
+	// Route 53: where traffic points, and each change PENDING then INSYNC.
+	value, vFrom := t.Original, begin
+	pending := map[string]int{}
+	var ids []string
 	for i, e := range t.Events {
 		if e.Kind != KindApplied {
 			continue
 		}
 		switch e.Effect {
 		case "record":
-			seg("route53", vFrom, d.xs[i], svgLaneH-9, 6, colour(value), "record "+value, "record")
-			value, vFrom = e.Value, d.xs[i]
+			add("route53", timeline.Span{From: vFrom, To: simTime(e.At), Label: "→ " + value, Class: clusterClass(value)})
+			value, vFrom = e.Value, simTime(e.At)
 			if len(e.Evidence) > 0 {
-				pending[e.Evidence[0]] = d.xs[i]
+				pending[e.Evidence[0]] = i
+				ids = append(ids, e.Evidence[0])
 			}
 		case "insync":
 			if len(e.Evidence) > 0 {
-				if x0, ok := pending[e.Evidence[0]]; ok {
-					seg("route53", x0, d.xs[i], svgLaneH-15, 5, "#fdd835", e.Evidence[0]+" PENDING", "pending")
+				if from, ok := pending[e.Evidence[0]]; ok {
+					add("route53", timeline.Span{From: simTime(t.Events[from].At), To: simTime(e.At), Label: e.Evidence[0] + " PENDING", Class: "pending", Row: 1})
 					delete(pending, e.Evidence[0])
 				}
 			}
 		}
 	}
-	seg("route53", vFrom, end, svgLaneH-9, 6, colour(value), "record "+value, "record")
-	ids := make([]string, 0, len(pending))
-	for id := range pending {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		seg("route53", pending[id], end, svgLaneH-15, 5, "#fdd835", id+" PENDING", "pending")
-	}
-}
-
-// marker draws event i in its actor's lane, with its whole line as title.
-func (d *drawing) marker(w *bufio.Writer, i int, e Event) {
-	x, y := d.xs[i], d.laneY(e.Actor)+svgLaneH/2-2
-	title := esc(strings.TrimSpace(eventLine(e, d.order, true)))
-	open := fmt.Sprintf(`<g class="event" data-index="%d" data-kind="%s" data-at="%.3f"><title>%s</title>`, i, esc(string(e.Kind)), e.At.Seconds(), title)
-	var shape, label string
-	switch e.Kind {
-	case KindCall:
-		fill := "#90a4ae"
-		if isMutation(e) {
-			fill = "#37474f"
+	add("route53", timeline.Span{From: vFrom, Label: "→ " + value, Class: clusterClass(value)})
+	for _, id := range ids { // changes never INSYNC, in order
+		if from, ok := pending[id]; ok {
+			add("route53", timeline.Span{From: simTime(t.Events[from].At), Label: id + " PENDING", Class: "pending", Row: 1})
 		}
-		shape = fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, x, y, fill)
-	case KindApplied:
-		shape = fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="7" height="7" fill="%s"/>`, x-3.5, y-3.5, colour(e.Value))
-		if e.Effect == "record" || e.Effect == "writer" {
-			label = strings.Join(e.Evidence, ",") + " " + e.Value
-		}
-	case KindTransition:
-		shape = fmt.Sprintf(`<path d="M%.1f %.1f l4 4 l-4 4 l-4 -4 z" fill="#5e35b1"/>`, x, y-4)
-		label = e.To
-	case KindFault:
-		shape = fmt.Sprintf(`<path d="M%.1f %.1f l5 9 l-10 0 z" fill="#e53935"/>`, x, y-5)
-		label = e.Effect
-	case KindRefused:
-		shape = fmt.Sprintf(`<path d="M%.1f %.1f l8 8 M%.1f %.1f l-8 8" stroke="#c62828" stroke-width="2"/>`, x-4, y-4, x+4, y-4)
-		label = "refused"
-	case KindHold, KindResume:
-		shape = fmt.Sprintf(`<rect x="%.1f" y="%.1f" width="8" height="8" fill="#ff6f00"/>`, x-4, y-4)
-		label = string(e.Kind)
-	case KindClaim, KindLost:
-		shape = fmt.Sprintf(`<path d="M%.1f %.1f l0 12" stroke="#2e7d32" stroke-width="2"/>`, x, y-6)
-	default:
-		shape = fmt.Sprintf(`<circle cx="%.1f" cy="%.1f" r="2.5" fill="none" stroke="#757575"/>`, x, y)
 	}
-	fmt.Fprint(w, open, shape)
-	if label != "" {
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" font-size="8" fill="#333">%s</text>`, x+4, y+12, esc(label))
-	}
-	fmt.Fprintln(w, `</g>`)
 }

@@ -3,6 +3,7 @@ package drill_test
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/testsupport/browser"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -20,6 +22,7 @@ func svgEvents(t *testing.T, svg []byte) (map[int]string, []string, int) {
 	dec := xml.NewDecoder(bytes.NewReader(svg))
 	events := map[int]string{}
 	var violations []string
+	notes := map[string]bool{}
 	faultLines := 0
 	cur, inTitle, inViolation := -1, false, false
 	for {
@@ -45,9 +48,12 @@ func svgEvents(t *testing.T, svg []byte) (map[int]string, []string, int) {
 				cur = n
 			case el.Name.Local == "title" && cur >= 0:
 				inTitle = true
-			case el.Name.Local == "text" && attr["class"] == "violation":
-				inViolation = true
-			case el.Name.Local == "line" && attr["stroke"] == "#e53935":
+			case el.Name.Local == "text" && strings.Contains(attr["class"], "violation"):
+				// A violation's note may wrap over several lines, each
+				// with the note's index.
+				inViolation = !notes[attr["data-note"]]
+				notes[attr["data-note"]] = true
+			case el.Name.Local == "line" && attr["class"] == "across":
 				faultLines++
 			}
 		case xml.CharData:
@@ -137,4 +143,107 @@ func TestPicturesAreCurrent(t *testing.T) {
 			t.Errorf("%s is not what the drill draws now: run make pictures", file)
 		}
 	}
+}
+
+// readmeWidth is the width, in CSS px, the pictures are checked at: the
+// README shows them one under the other at 100% of its column, about 830
+// px on a desktop; 800 leaves a margin.
+const readmeWidth = 800
+
+// readabilityProblems shows an SVG at width px in the browser's page, reads
+// every piece of text it renders, and returns each pair of texts that
+// overlap and each text under 10 px.
+func readabilityProblems(t *testing.T, p *browser.Page, svg []byte, width int) []string {
+	t.Helper()
+	p.LoadSVG(t, svg, width)
+	boxes := p.TextBoxes(t)
+	if len(boxes) < 10 {
+		return []string{fmt.Sprintf("only %d texts rendered", len(boxes))}
+	}
+	var out []string
+	for _, o := range browser.Overlapping(boxes) {
+		out = append(out, "overlap: "+o.String())
+	}
+	for _, s := range browser.SmallerThan(boxes, 10) {
+		out = append(out, "under 10 px: "+s.String())
+	}
+	return out
+}
+
+// TestPicturesReadableInABrowser loads each committed picture of the
+// README in headless Chromium at the README's width and fails when two of
+// its texts overlap or one renders under 10 px; it keeps a screenshot of
+// each (LEASEGATE_ARTIFACTS).
+func TestPicturesReadableInABrowser(t *testing.T) {
+	b := browser.Start(t)
+	p := b.NewPage(t, readmeWidth, 900)
+	for _, d := range []string{"naive", "fenced"} {
+		file := "../docs/img/incident-" + d + ".svg"
+		svg, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, problem := range readabilityProblems(t, p, svg, readmeWidth) {
+			t.Errorf("%s at %d px: %s", file, readmeWidth, problem)
+		}
+		p.Screenshot(t, "incident-"+d)
+	}
+}
+
+// TestReadabilityCheckCatchesOverlapAndTinyText feeds the check a picture
+// with a label printed over another and a picture whose text is too small
+// at the README's width, and sees it catch both.
+func TestReadabilityCheckCatchesOverlapAndTinyText(t *testing.T) {
+	_, fenced := runIncident(t)
+	c := fenced.Chart()
+	var good bytes.Buffer
+	if err := c.SVG(&good); err != nil {
+		t.Fatal(err)
+	}
+	// A second label on the baseline of the first lane's name.
+	overprinted := bytes.Replace(good.Bytes(), []byte(`</svg>`), []byte(`<text x="20" y="`+laneNameY(t, good.Bytes())+`">stale_topology_cache</text></svg>`), 1)
+	// The same chart laid out for 1600 px: shown at 800, 11 px text is 5.5 px.
+	c.Width = 1600
+	var wide bytes.Buffer
+	if err := c.SVG(&wide); err != nil {
+		t.Fatal(err)
+	}
+	b := browser.Start(t)
+	p := b.NewPage(t, readmeWidth, 900)
+	if got := readabilityProblems(t, p, good.Bytes(), readmeWidth); len(got) != 0 {
+		t.Fatalf("the fenced picture itself: %v", got)
+	}
+	got := readabilityProblems(t, p, overprinted, readmeWidth)
+	withName := false
+	for _, g := range got {
+		if !strings.HasPrefix(g, "overlap") || !strings.Contains(g, "stale_topology_cache") {
+			t.Errorf("overprinted label: %s, want only the overprinted label's overlaps", g)
+		}
+		withName = withName || strings.Contains(g, `"worker A"`)
+	}
+	if !withName {
+		t.Errorf("overprinted label: %v, want its overlap with the lane name worker A", got)
+	}
+	got = readabilityProblems(t, p, wide.Bytes(), readmeWidth)
+	small := 0
+	for _, g := range got {
+		if strings.HasPrefix(g, "under 10 px") {
+			small++
+		}
+	}
+	if small < 10 || small != len(got) {
+		t.Errorf("picture laid out for 1600 px shown at 800: %d texts under 10 px of %d problems, want every text: %v", small, len(got), got)
+	}
+}
+
+// laneNameY is the y of the first lane's name ("worker A") in a picture.
+func laneNameY(t *testing.T, svg []byte) string {
+	t.Helper()
+	i := bytes.Index(svg, []byte(`>worker A</text>`))
+	if i < 0 {
+		t.Fatal("no lane worker A in the picture")
+	}
+	j := bytes.LastIndex(svg[:i], []byte(`y="`))
+	k := bytes.IndexByte(svg[j+3:], '"')
+	return string(svg[j+3 : j+3+k])
 }
