@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/leasegate/leasegate/console"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/gateway"
@@ -53,8 +54,10 @@ as NOT_SERVING under leasegate.adapter.<kind>. With
 given on the command line; an exported LEASEGATE_ENDPOINTS does not count, so
 that dev data never reaches a real cluster through the environment), a
 throwaway CA with server, worker, approver and operator certificates
-written to DIR, the simulated providers as adapters; it prints the address and
-a curl line. SIGINT or SIGTERM stops taking calls and lets those under way
+written to DIR (with a PKCS#12 file per identity, for a browser), the simulated
+providers as adapters; it prints the address, a curl line, and the web console's
+URL with how to load a certificate into a browser. The console (docs/console.md)
+is served at /console/ on the same port, to the same certificates. SIGINT or SIGTERM stops taking calls and lets those under way
 finish (a dispatch in flight is recorded). It logs at info on stderr unless
 --log-level is given.`,
 			"leasegate serve --dev /tmp/lg --listen 127.0.0.1:7443",
@@ -80,6 +83,10 @@ type serveOutput struct {
 	Dir         string                  `json:"dir,omitempty"`
 	Endpoints   []string                `json:"endpoints"`
 	Curl        string                  `json:"curl,omitempty"`
+	// Console is the web console's URL (docs/console.md).
+	Console string `json:"console"`
+	// Browser says how to load a dev certificate into a browser (--dev).
+	Browser []string `json:"browser,omitempty"`
 }
 
 // servePlan is what runServe builds before serving: everything the server
@@ -155,6 +162,11 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	con, err := console.New(srv, console.WithLogger(glg), console.WithActionKey(console.ActionKey(plan.key)))
+	if err != nil {
+		return err
+	}
+	srv.Mount(console.Path, con)
 	addr := c.String("listen")
 	if !c.IsSet("listen") && plan.cfg.Listen != "" {
 		addr = plan.cfg.Listen
@@ -164,6 +176,7 @@ func runServe(c *cli.Context) error {
 		return coordinator.Invalid(op, "--listen %s: %v", addr, err)
 	}
 	out := serveOutput{Disposition: ok, Address: "https://" + ln.Addr().String(), Dir: plan.dir, Endpoints: plan.endpoints}
+	out.Console = out.Address + console.Path
 	t := table{header: []string{"ADDRESS", "ETCD"}, rows: [][]string{{out.Address, strings.Join(plan.endpoints, ",")}}}
 	if plan.dir != "" {
 		w := filepath.Join(plan.dir, "worker")
@@ -171,6 +184,7 @@ func runServe(c *cli.Context) error {
 			filepath.Join(plan.dir, "ca.pem"), w, w, out.Address)
 		t.rows[0] = append(t.rows[0], plan.dir)
 		t.header = append(t.header, "CERTIFICATES")
+		out.Browser = devBrowserSteps(plan.dir, out.Console)
 	}
 	if err := g.out.result(out, t); err != nil {
 		return err
@@ -178,12 +192,28 @@ func runServe(c *cli.Context) error {
 	if out.Curl != "" && !g.out.json {
 		fmt.Fprintln(c.App.Writer, "try: "+out.Curl)
 	}
+	if !g.out.json {
+		fmt.Fprintln(c.App.Writer, "console: "+out.Console)
+		for _, l := range out.Browser {
+			fmt.Fprintln(c.App.Writer, "  "+l)
+		}
+	}
 	kinds := make([]string, 0, len(plan.adapters))
 	for _, a := range plan.adapters {
 		kinds = append(kinds, a.Kind())
 	}
 	lg.Info("gateway serving", zap.String("address", out.Address), zap.Strings("adapters", kinds))
 	return srv.Serve(c.Context, ln, plan.tls, c.Duration("grace"))
+}
+
+// devBrowserSteps says how to open the console of --dev in a browser: the
+// dev CA trusted for websites, an identity's PKCS#12 file imported.
+func devBrowserSteps(dir, consoleURL string) []string {
+	return []string{
+		fmt.Sprintf("in a browser: trust %s as an authority for websites, import %s (password %q; approver.p12 to approve, worker.p12 is read-only),",
+			filepath.Join(dir, "ca.pem"), filepath.Join(dir, "operator.p12"), console.DevPKCS12Password),
+		"then open " + consoleURL + " and pick that certificate (docs/console.md has the steps for Chromium, Firefox and NSS's pk12util)",
+	}
 }
 
 func firstNonEmpty(a, b string) string {
@@ -239,6 +269,13 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	certs, err := gateway.WriteDevCerts(dir, devTrustDomain, devCallers...)
 	if err != nil {
 		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	}
+	// A PKCS#12 file per identity, for a browser to present (the console).
+	for _, name := range devCallers {
+		f := certs.Clients[name]
+		if err := console.WritePKCS12(filepath.Join(dir, name+".p12"), f.Cert, f.Key, certs.CA, console.DevPKCS12Password); err != nil {
+			return servePlan{}, coordinator.Invalid(op, "%v", err)
+		}
 	}
 	key := make([]byte, gateway.MinSessionKeyBytes)
 	if _, err := rand.Read(key); err != nil {

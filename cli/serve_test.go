@@ -2,14 +2,19 @@ package cli_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	pkcs12 "software.sslmate.com/src/go-pkcs12"
+
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/console"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway"
@@ -27,9 +32,11 @@ func TestServeDev(t *testing.T) {
 	line := b.stdout.waitFor(t, "\n")
 	b.stderr.waitFor(t, "gateway serving")
 	var out struct {
-		Disposition string `json:"disposition"`
-		Address     string `json:"address"`
-		Curl        string `json:"curl"`
+		Disposition string   `json:"disposition"`
+		Address     string   `json:"address"`
+		Curl        string   `json:"curl"`
+		Console     string   `json:"console"`
+		Browser     []string `json:"browser"`
 	}
 	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
 		t.Fatalf("serve printed %q: %v", line, err)
@@ -37,9 +44,33 @@ func TestServeDev(t *testing.T) {
 	if out.Disposition != "ok" || !strings.HasPrefix(out.Address, "https://127.0.0.1:") || !strings.Contains(out.Curl, out.Address) {
 		t.Fatalf("serve printed %+v", out)
 	}
+	if out.Console != out.Address+"/console/" || !strings.Contains(strings.Join(out.Browser, " "), filepath.Join(dir, "operator.p12")) {
+		t.Fatalf("serve printed console %q and browser steps %q: want the console's URL and the operator's PKCS#12 file", out.Console, out.Browser)
+	}
 	tlsCfg, err := client.TLSConfig(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "worker.pem"), filepath.Join(dir, "worker-key.pem"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The console answers the worker's certificate; the PKCS#12 file holds
+	// that certificate, under the password printed.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: lgtest.Timeout}
+	resp, err := hc.Get(out.Console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	hc.CloseIdleConnections()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "spiffe://leasegate.dev/worker") {
+		t.Fatalf("console answered %d for the worker: %.300s", resp.StatusCode, page)
+	}
+	p12, err := os.ReadFile(filepath.Join(dir, "worker.p12"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, leaf, _, err := pkcs12.DecodeChain(p12, console.DevPKCS12Password)
+	if err != nil || len(leaf.URIs) != 1 || leaf.URIs[0].String() != "spiffe://leasegate.dev/worker" {
+		t.Fatalf("worker.p12: %v, %v", leaf, err)
 	}
 	gw, err := client.New(out.Address, tlsCfg)
 	if err != nil {

@@ -68,6 +68,31 @@ func roleOfPath(path string) Role {
 	return ""
 }
 
+// Identify is the identity r's verified client certificate names under the
+// server's configuration, as every call of the API knows its caller, or why
+// it has none (unauthenticated): no verified certificate, one that names no
+// identity, or an identity the configuration does not list. What the
+// identity may do is still the API's to decide, call by call: the console
+// (package console) shows pages by it and acts only through the API.
+func (s *Server) Identify(r *http.Request) (Identity, error) {
+	op := strings.TrimPrefix(r.URL.Path, "/")
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
+			Detail: "no client certificate: the gateway knows its callers by their certificates"})
+	}
+	name, err := CertIdentity(r.TLS.VerifiedChains[0][0])
+	if err != nil {
+		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
+			Detail: fmt.Sprintf("the client certificate names no identity: %v", err)})
+	}
+	id, ok := s.identities[name]
+	if !ok {
+		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
+			Detail: fmt.Sprintf("identity %q is not in the server's configuration", name)})
+	}
+	return id, nil
+}
+
 // authenticate puts the caller's identity in the request's context, or
 // refuses the call before anything is read: no verified client certificate
 // (or one the config does not name) is unauthenticated, a known identity
@@ -81,26 +106,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		op := strings.TrimPrefix(r.URL.Path, "/")
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-				Detail: "no client certificate: the gateway knows its callers by their certificates"}))
-			return
-		}
-		name, err := CertIdentity(r.TLS.VerifiedChains[0][0])
+		id, err := s.Identify(r)
 		if err != nil {
-			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-				Detail: fmt.Sprintf("the client certificate names no identity: %v", err)}))
-			return
-		}
-		id, ok := s.identities[name]
-		if !ok {
-			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-				Detail: fmt.Sprintf("identity %q is not in the server's configuration", name)}))
+			s.refuseCall(errw, w, r, op, err)
 			return
 		}
 		if !id.Has(role) {
 			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-				Detail: fmt.Sprintf("identity %q is not a %s (its roles: %v)", name, role, id.Roles)}))
+				Detail: fmt.Sprintf("identity %q is not a %s (its roles: %v)", id.ID, role, id.Roles)}))
 			return
 		}
 		if r.ContentLength > int64(s.opts.maxMessageBytes) {

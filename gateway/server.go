@@ -52,6 +52,8 @@ type Server struct {
 	health     *health
 
 	idleTimeout time.Duration // Serve's, when not IdleTimeout (tests)
+
+	mounts map[string]http.Handler // Mount's, beside the API
 }
 
 type options struct {
@@ -253,7 +255,22 @@ func (s *Server) Handler() http.Handler {
 	if s.opts.gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(s.opts.gatherer, promhttp.HandlerOpts{}))
 	}
+	for pattern, h := range s.mounts {
+		mux.Handle(pattern, h)
+	}
 	return s.authenticate(mux)
+}
+
+// Mount serves h at pattern (a path such as "/console/", outside the API's
+// services) on the server's port and TLS, beside the API: the console. It
+// is no API path, so authenticate passes its requests through untouched;
+// h knows its caller by Identify and acts through the API. Call it before
+// Handler or Serve.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	if s.mounts == nil {
+		s.mounts = map[string]http.Handler{}
+	}
+	s.mounts[pattern] = h
 }
 
 // TLSConfig is the server's TLS: its certificate, and client certificates

@@ -1,0 +1,42 @@
+package console
+
+import (
+	"crypto/x509"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A token is good for the certificate it was made for, until its expiry;
+// not for another certificate, not after, not altered, not under another
+// key.
+func TestActionTokenIsBoundToTheCertificateAndExpires(t *testing.T) {
+	a, b := &x509.Certificate{Raw: []byte("certificate a")}, &x509.Certificate{Raw: []byte("certificate b")}
+	tk := csrfTokens{key: []byte("0123456789abcdef0123456789abcdef")}
+	now := time.Unix(1_800_000_000, 0)
+	tok := tk.make(a, now)
+	other := csrfTokens{key: []byte("fedcba9876543210fedcba9876543210")}
+	for _, c := range []struct {
+		name  string
+		tk    csrfTokens
+		token string
+		cert  *x509.Certificate
+		at    time.Time
+		want  error
+	}{
+		{"its certificate", tk, tok, a, now, nil},
+		{"just before expiry", tk, tok, a, now.Add(tokenValidity), nil},
+		{"after expiry", tk, tok, a, now.Add(tokenValidity + time.Second), errExpiredToken},
+		{"another certificate", tk, tok, b, now, errBadToken},
+		{"another key", other, tok, a, now, errBadToken},
+		{"expiry altered", tk, "9" + tok, a, now, errBadToken},
+		{"none", tk, "", a, now, errNoToken},
+		{"malformed", tk, "abc", a, now, errBadToken},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.tk.check(c.token, c.cert, c.at); !errors.Is(err, c.want) {
+				t.Errorf("check: %v, want %v", err, c.want)
+			}
+		})
+	}
+}
