@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -266,9 +267,15 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	if err != nil {
 		return servePlan{}, coordinator.Invalid(op, "--dev: %v", err)
 	}
-	certs, err := gateway.WriteDevCerts(dir, devTrustDomain, devCallers...)
-	if err != nil {
-		return servePlan{}, coordinator.Invalid(op, "%v", err)
+	// A restart on the same DIR keeps what a caller holds: the CA and the
+	// client certificates (while valid for another hour), the session key
+	// (so session tokens stay good) and etcd's data. The simulated providers
+	// live in memory: they start afresh, and the log says so.
+	certs, reused := gateway.ReadDevCerts(dir, devTrustDomain, devCallers...)
+	if !reused {
+		if certs, err = gateway.WriteDevCerts(dir, devTrustDomain, devCallers...); err != nil {
+			return servePlan{}, coordinator.Invalid(op, "%v", err)
+		}
 	}
 	// A PKCS#12 file per identity, for a browser to present (the console).
 	for _, name := range devCallers {
@@ -277,9 +284,13 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 			return servePlan{}, coordinator.Invalid(op, "%v", err)
 		}
 	}
-	key := make([]byte, gateway.MinSessionKeyBytes)
-	if _, err := rand.Read(key); err != nil {
+	key, err := devSessionKey(filepath.Join(dir, "session.key"), reused)
+	if err != nil {
 		return servePlan{}, coordinator.Invalid(op, "session key: %v", err)
+	}
+	if reused {
+		lg.Warn("serve --dev: reusing the certificates, session key and etcd data of the directory; the simulated providers start afresh (writer db-1, no DNS records), so records from the last run may name effects this world never saw",
+			zap.String("dir", dir))
 	}
 	tlsCfg, err := gateway.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
 	if err != nil {
@@ -308,6 +319,22 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	}
 	p.embedded, p.endpoints = cl, cl.Endpoints()
 	return p, nil
+}
+
+// devSessionKey is serve --dev's session key, kept in path (0600) so that a
+// restart on the same directory honours the tokens it issued: read when
+// the certificates were reused and the file holds a whole key, else new.
+func devSessionKey(path string, reuse bool) ([]byte, error) {
+	if reuse {
+		if key, err := secretfile.Read("session key file", path); err == nil && len(key) >= gateway.MinSessionKeyBytes {
+			return key, nil
+		}
+	}
+	key := make([]byte, gateway.MinSessionKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	return key, os.WriteFile(path, key, 0o600)
 }
 
 // planConfig reads --config and checks all of it before anything is

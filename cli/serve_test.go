@@ -195,3 +195,38 @@ func TestServeDevIgnoresEndpointsFromTheEnvironment(t *testing.T) {
 		"serve", "--dev", t.TempDir(), "--listen", "127.0.0.1:0")
 	want(t, r, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
 }
+
+// serve --dev restarted on the same directory keeps what a caller holds:
+// the certificates it loaded (the CA is not rewritten), its session token
+// (the session key is kept), the task it claimed (etcd's data is kept), and
+// says in its log that the simulated providers started afresh.
+func TestServeDevRestartKeepsCertificatesAndSessions(t *testing.T) {
+	dir := t.TempDir()
+	serve := func() (*background, string) {
+		b := startApp(t, "-o", "json", "serve", "--dev", dir, "--listen", "127.0.0.1:0")
+		line := b.stdout.waitFor(t, "\n")
+		var out struct{ Address string }
+		if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
+			t.Fatalf("serve printed %q: %v", line, err)
+		}
+		return b, out.Address
+	}
+	b, addr := serve()
+	j := newJSONCaller(t, addr, dir) // loads the certificates now
+	s := j.call("worker", "WorkerService/OpenSession", `{"ttl":"60s"}`, 200)
+	tok := at(s, "renewal", "token").(string)
+	g := at(j.call("worker", "WorkerService/Claim", `{"sessionToken":"`+tok+`","tenant":"demo","task":"checkout"}`, 200), "grant")
+	b.cancel()
+	if r := b.wait(t); r.code != 0 {
+		t.Fatalf("serve exited %d: %s", r.code, r.stderr)
+	}
+
+	b2, addr2 := serve()
+	b2.stderr.waitFor(t, "simulated providers start afresh")
+	j.base = addr2
+	j.call("worker", "WorkerService/RenewSession", `{"sessionToken":"`+tok+`"}`, 200)
+	o := at(j.call("worker", "WorkerService/GetOwnership", `{"tenant":"demo","task":"checkout"}`, 200), "ownership").(map[string]any)
+	if o["lease"] != at(s, "session", "lease") || o["epoch"] != g.(map[string]any)["epoch"] {
+		t.Fatalf("after the restart the task is %v, want held by the grant %v", o, g)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -110,4 +111,51 @@ func writePEM(path, typ string, der []byte) error {
 		return fmt.Errorf("gateway: dev certs: %w", err)
 	}
 	return nil
+}
+
+// ReadDevCerts reads the dev certificates WriteDevCerts left in dir, if
+// they are all there and still usable: the CA, the server's certificate
+// and one client certificate for each name carrying the SPIFFE ID
+// spiffe://<trust domain>/<name>, each signed by the CA and valid for at
+// least another hour. ok is false, with no error, when any of them is
+// missing or unusable: the caller writes new ones.
+func ReadDevCerts(dir, trustDomain string, names ...string) (certs DevCerts, ok bool) {
+	certs = DevCerts{Dir: dir, CA: filepath.Join(dir, "ca.pem"), Clients: map[string]ClientFiles{}, IDs: map[string]string{}}
+	caPEM, err := os.ReadFile(certs.CA)
+	if err != nil {
+		return DevCerts{}, false
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return DevCerts{}, false
+	}
+	soon := time.Now().Add(time.Hour)
+	usable := func(f ClientFiles, usage x509.ExtKeyUsage, id string) bool {
+		pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			return false
+		}
+		c, err := x509.ParseCertificate(pair.Certificate[0])
+		if err != nil || c.NotAfter.Before(soon) {
+			return false
+		}
+		if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			return false
+		}
+		return id == "" || (len(c.URIs) == 1 && c.URIs[0].String() == id)
+	}
+	srv := ClientFiles{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server-key.pem")}
+	if !usable(srv, x509.ExtKeyUsageServerAuth, "") {
+		return DevCerts{}, false
+	}
+	certs.ServerCert, certs.ServerKey = srv.Cert, srv.Key
+	for _, name := range names {
+		id := (&url.URL{Scheme: "spiffe", Host: trustDomain, Path: "/" + name}).String()
+		f := ClientFiles{Cert: filepath.Join(dir, name+".pem"), Key: filepath.Join(dir, name+"-key.pem")}
+		if !usable(f, x509.ExtKeyUsageClientAuth, id) {
+			return DevCerts{}, false
+		}
+		certs.Clients[name], certs.IDs[name] = f, id
+	}
+	return certs, true
 }

@@ -213,8 +213,8 @@ func TestALeaseLivesOnlyOnItsWorkersRenewals(t *testing.T) {
 }
 
 // Bad input is refused as invalid_argument with the disposition, and
-// writes nothing: unknown fields (JSON and binary), an oversized request, a
-// bad label.
+// writes nothing: unknown fields (JSON and binary), JSON that does not parse
+// or has a value of the wrong type, an oversized request, a bad label.
 func TestBadInputIsInvalidArgumentWritingNothing(t *testing.T) {
 	w := newWorld(t)
 	r := w.replica(gateway.WithMaxMessageBytes(4096))
@@ -251,6 +251,12 @@ func TestBadInputIsInvalidArgumentWritingNothing(t *testing.T) {
 	})
 	lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {
 		return post("GetState", `{"tenant":"tenant a","task":"t"}`)
+	})
+	lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {
+		return post("OpenSession", `{"ttl":"5s"`) // cut short
+	})
+	lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {
+		return post("OpenSession", `{"ttl":5}`) // a Duration is a string
 	})
 	s := w.session(w.client(r, "worker-a"), 5*time.Second)
 	lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {

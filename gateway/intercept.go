@@ -99,6 +99,9 @@ func (c checkedConn) Receive(msg any) error {
 // (the binary codec keeps them silently; the JSON codec refuses them
 // itself): a misspelt or newer field must never be read as absent.
 func unknownFields(procedure string, m protoreflect.Message) error {
+	if why, ok := malformed(m.GetUnknown()); ok {
+		return coordinator.Invalid(strings.TrimPrefix(procedure, "/"), "the request is not the JSON of %s: %s", m.Descriptor().FullName(), why)
+	}
 	if len(m.GetUnknown()) > 0 {
 		return coordinator.Invalid(strings.TrimPrefix(procedure, "/"), "the request carries fields %s does not have", m.Descriptor().FullName())
 	}
