@@ -283,7 +283,7 @@ func (t *Trajectory) grantSpans(c *timeline.Chart, lane map[string]int, order ma
 	start := map[string]int{}
 	band := func(actor string, from int, to int) {
 		e := t.Events[from]
-		s := timeline.Span{From: simTime(e.At), Label: fmt.Sprintf("%s holds the task, epoch e%d", who(actor), order[e.Epoch]), Class: "epoch"}
+		s := timeline.Span{From: simTime(e.At), Label: fmt.Sprintf("%s holds epoch e%d", who(actor), order[e.Epoch]), Class: "epoch"}
 		if to >= 0 {
 			s.To = simTime(t.Events[to].At)
 		}

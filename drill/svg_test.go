@@ -172,68 +172,67 @@ func readabilityProblems(t *testing.T, p *browser.Page, svg []byte, width int) [
 
 // TestPicturesReadableInABrowser loads each committed picture of the
 // README in headless Chromium at the README's width and fails when two of
-// its texts overlap or one renders under 10 px; it keeps a screenshot of
-// each (LEASEGATE_ARTIFACTS).
+// its texts overlap or one renders under 10 px, keeping a screenshot of
+// each (LEASEGATE_ARTIFACTS); and shows, in the same browser, that the
+// check catches a label printed over another and a picture whose text is
+// too small at that width.
 func TestPicturesReadableInABrowser(t *testing.T) {
 	b := browser.Start(t)
-	p := b.NewPage(t, readmeWidth, 900)
-	for _, d := range []string{"naive", "fenced"} {
-		file := "../docs/img/incident-" + d + ".svg"
-		svg, err := os.ReadFile(file)
-		if err != nil {
+	t.Run("committed pictures", func(t *testing.T) {
+		p := b.NewPage(t, readmeWidth, 900)
+		for _, d := range []string{"naive", "fenced"} {
+			file := "../docs/img/incident-" + d + ".svg"
+			svg, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, problem := range readabilityProblems(t, p, svg, readmeWidth) {
+				t.Errorf("%s at %d px: %s", file, readmeWidth, problem)
+			}
+			p.Screenshot(t, "incident-"+d)
+		}
+	})
+	t.Run("the check catches overlap and tiny text", func(t *testing.T) {
+		_, fenced := runIncident(t)
+		c := fenced.Chart()
+		var good bytes.Buffer
+		if err := c.SVG(&good); err != nil {
 			t.Fatal(err)
 		}
-		for _, problem := range readabilityProblems(t, p, svg, readmeWidth) {
-			t.Errorf("%s at %d px: %s", file, readmeWidth, problem)
+		// A second label on the baseline of the first lane's name.
+		overprinted := bytes.Replace(good.Bytes(), []byte(`</svg>`), []byte(`<text x="20" y="`+laneNameY(t, good.Bytes())+`">stale_topology_cache</text></svg>`), 1)
+		// The same chart laid out for 1600 px: shown at 800, 11 px text is 5.5 px.
+		c.Width = 1600
+		var wide bytes.Buffer
+		if err := c.SVG(&wide); err != nil {
+			t.Fatal(err)
 		}
-		p.Screenshot(t, "incident-"+d)
-	}
-}
-
-// TestReadabilityCheckCatchesOverlapAndTinyText feeds the check a picture
-// with a label printed over another and a picture whose text is too small
-// at the README's width, and sees it catch both.
-func TestReadabilityCheckCatchesOverlapAndTinyText(t *testing.T) {
-	_, fenced := runIncident(t)
-	c := fenced.Chart()
-	var good bytes.Buffer
-	if err := c.SVG(&good); err != nil {
-		t.Fatal(err)
-	}
-	// A second label on the baseline of the first lane's name.
-	overprinted := bytes.Replace(good.Bytes(), []byte(`</svg>`), []byte(`<text x="20" y="`+laneNameY(t, good.Bytes())+`">stale_topology_cache</text></svg>`), 1)
-	// The same chart laid out for 1600 px: shown at 800, 11 px text is 5.5 px.
-	c.Width = 1600
-	var wide bytes.Buffer
-	if err := c.SVG(&wide); err != nil {
-		t.Fatal(err)
-	}
-	b := browser.Start(t)
-	p := b.NewPage(t, readmeWidth, 900)
-	if got := readabilityProblems(t, p, good.Bytes(), readmeWidth); len(got) != 0 {
-		t.Fatalf("the fenced picture itself: %v", got)
-	}
-	got := readabilityProblems(t, p, overprinted, readmeWidth)
-	withName := false
-	for _, g := range got {
-		if !strings.HasPrefix(g, "overlap") || !strings.Contains(g, "stale_topology_cache") {
-			t.Errorf("overprinted label: %s, want only the overprinted label's overlaps", g)
+		p := b.NewPage(t, readmeWidth, 900)
+		if got := readabilityProblems(t, p, good.Bytes(), readmeWidth); len(got) != 0 {
+			t.Fatalf("the fenced picture itself: %v", got)
 		}
-		withName = withName || strings.Contains(g, `"worker A"`)
-	}
-	if !withName {
-		t.Errorf("overprinted label: %v, want its overlap with the lane name worker A", got)
-	}
-	got = readabilityProblems(t, p, wide.Bytes(), readmeWidth)
-	small := 0
-	for _, g := range got {
-		if strings.HasPrefix(g, "under 10 px") {
-			small++
+		got := readabilityProblems(t, p, overprinted, readmeWidth)
+		withName := false
+		for _, g := range got {
+			if !strings.HasPrefix(g, "overlap") || !strings.Contains(g, "stale_topology_cache") {
+				t.Errorf("overprinted label: %s, want only the overprinted label's overlaps", g)
+			}
+			withName = withName || strings.Contains(g, `"worker A"`)
 		}
-	}
-	if small < 10 || small != len(got) {
-		t.Errorf("picture laid out for 1600 px shown at 800: %d texts under 10 px of %d problems, want every text: %v", small, len(got), got)
-	}
+		if !withName {
+			t.Errorf("overprinted label: %v, want its overlap with the lane name worker A", got)
+		}
+		got = readabilityProblems(t, p, wide.Bytes(), readmeWidth)
+		small := 0
+		for _, g := range got {
+			if strings.HasPrefix(g, "under 10 px") {
+				small++
+			}
+		}
+		if small < 10 || small != len(got) {
+			t.Errorf("picture laid out for 1600 px shown at 800: %d texts under 10 px of %d problems, want every text: %v", small, len(got), got)
+		}
+	})
 }
 
 // laneNameY is the y of the first lane's name ("worker A") in a picture.
