@@ -18,8 +18,16 @@ const overprinted = `<svg xmlns="http://www.w3.org/2000/svg" width="400" height=
 <text x="10" y="60">apart</text>
 </svg>`
 
-func TestTextBoxesReadsRenderedTextAndFindsOverlap(t *testing.T) {
+// TestInHeadlessChromium runs the checks that need a browser in one
+// Chromium (each start costs seconds).
+func TestInHeadlessChromium(t *testing.T) {
 	b := browser.Start(t)
+	t.Run("text boxes read rendered text and find overlap", func(t *testing.T) { textBoxesReadRenderedTextAndFindOverlap(t, b) })
+	t.Run("smaller than measures text at the width shown", func(t *testing.T) { smallerThanMeasuresTextAtTheWidthShown(t, b) })
+	t.Run("screenshot writes a PNG", func(t *testing.T) { screenshotWritesAPNG(t, b) })
+}
+
+func textBoxesReadRenderedTextAndFindOverlap(t *testing.T, b *browser.Browser) {
 	p := b.NewPage(t, 400, 300)
 	p.LoadSVG(t, []byte(overprinted), 400)
 	boxes := p.TextBoxes(t)
@@ -44,10 +52,9 @@ func TestTextBoxesReadsRenderedTextAndFindsOverlap(t *testing.T) {
 
 // An SVG drawn 1600 wide with 16 px text, shown 800 wide: its text renders
 // at 8 px, which SmallerThan(10) reports; at 1600 it is 16 px.
-func TestSmallerThanMeasuresTextAtTheWidthShown(t *testing.T) {
+func smallerThanMeasuresTextAtTheWidthShown(t *testing.T, b *browser.Browser) {
 	svg := `<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="100" viewBox="0 0 1600 100" font-family="monospace">
 <text x="10" y="40" font-size="16">scaled down</text><text x="800" y="40" font-size="24">large</text></svg>`
-	b := browser.Start(t)
 	for _, c := range []struct {
 		width int
 		small []string
@@ -65,9 +72,8 @@ func TestSmallerThanMeasuresTextAtTheWidthShown(t *testing.T) {
 	}
 }
 
-func TestScreenshotWritesAPNG(t *testing.T) {
+func screenshotWritesAPNG(t *testing.T, b *browser.Browser) {
 	t.Setenv(browser.ArtifactsEnv, t.TempDir())
-	b := browser.Start(t)
 	p := b.NewPage(t, 400, 300)
 	p.SetContent(t, `<!doctype html><p style="font:14px sans-serif">hello</p>`)
 	file := p.Screenshot(t, "hello page")
