@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"net"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -21,4 +23,19 @@ func TestEtcdClientLogsOnlyAtDebug(t *testing.T) {
 			t.Fatalf("--log-level %s: the etcd client's error shown %v, want %v: %q", tc.level, shown, tc.shown, buf.String())
 		}
 	}
+}
+
+// FuzzEndpoint: an accepted endpoint without a scheme is host:port.
+func FuzzEndpoint(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:2379", "http://127.0.0.1:2379", "unix:///tmp/s", "https://", "ftp://x:1", "localhost", "[::1]:2379", "http://%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkEndpoint(s) != nil || strings.Contains(s, "://") {
+			return
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			t.Fatalf("endpoint %q accepted: %v", s, err)
+		}
+	})
 }

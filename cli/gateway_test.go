@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -311,4 +314,233 @@ func wantViaGateway(t *testing.T, r result, code int, d coordinator.Disposition)
 		}
 	}
 	return obj
+}
+
+// lease revoke and realm show print through the gateway what they print
+// through --endpoints: the tasks a revoke vacated and what was left of the
+// lease, the realm's recorded origin.
+func TestOperatorAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
+	var lose atomic.Bool
+	gw := newGatewayEnvWrapped(t, loseAnswers(&lose, leasegatev1connect.OperatorServiceRevokeLeaseProcedure))
+	e := gw.env
+
+	direct := e.lg(t, "realm", "show")
+	want(t, direct, 0, coordinator.OK)
+	via := gw.as(t, "op1", "realm", "show")
+	wantViaGateway(t, via, 0, coordinator.OK)
+	if lastJSON(t, via.stdout)["origin"] == nil {
+		t.Fatalf("realm show through the gateway has no origin: %s", via.stdout)
+	}
+	sameJSON(t, direct, via)
+
+	// Two leases of the same shape, one revoked each way.
+	_, g1 := e.claim(t, "acme", "a", "w1", "30s")
+	_, g2 := e.claim(t, "acme", "b", "w1", "30s")
+	direct = e.lg(t, "lease", "revoke", "--grant", g1)
+	want(t, direct, 0, coordinator.OK)
+	via = gw.as(t, "op1", "lease", "revoke", "--grant", g2)
+	wantViaGateway(t, via, 0, coordinator.OK)
+	if v := lastJSON(t, via.stdout)["vacated"].([]any); len(v) != 1 || v[0].(map[string]any)["task"] != "b" {
+		t.Fatalf("revoke through the gateway vacated %v, want acme/b", v)
+	}
+	if left := lastJSON(t, via.stdout)["ttl_left_seconds"].(float64); left <= 0 {
+		t.Fatalf("revoke through the gateway: %v seconds left", left)
+	}
+	direct.stdout = strings.Replace(direct.stdout, `"task":"a"`, `"task":"b"`, 1)
+	sameJSON(t, direct, via, "lease", "ttl_left_seconds")
+
+	// The table says the same.
+	_, g3 := e.claim(t, "acme", "c", "w1", "30s")
+	r := execApp(t, call{}, append(gw.gatewayArgs("op1", gw.url), "-o", "table", "lease", "revoke", "--grant", g3)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "acme/c") || !strings.Contains(r.stdout, "were left") {
+		t.Fatalf("table: %+v", r)
+	}
+
+	// An unreachable gateway is a hold; a revoke whose answer was lost may
+	// have applied (outcome_unknown), and revoking again tells.
+	for _, args := range [][]string{{"realm", "show"}, {"lease", "revoke", "--grant", g3}} {
+		wantViaGateway(t, execApp(t, call{}, append(gw.gatewayArgs("op1", "https://127.0.0.1:1"), args...)...), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	}
+	_, g4 := e.claim(t, "acme", "d", "w1", "30s")
+	lose.Store(true)
+	wantViaGateway(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
+	lose.Store(false)
+	wantOperatorAdvice(t, gw.as(t, "op1", "lease", "revoke", "--grant", g4), cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
+}
+
+// ops show of an UNKNOWN record (the provider call may have applied) prints
+// through the gateway exactly what it prints through --endpoints, JSON and
+// table, and neither claims that nothing was sent; an operation that is
+// not recorded is invalid_input both ways.
+func TestOpsShowOfAnUnknownRecordThroughTheGateway(t *testing.T) {
+	gw := newGatewayEnv(t)
+	e := gw.env
+	ctx := lgtest.Ctx(t)
+	g, _ := e.claim(t, "acme", "failover", gw.certs.IDs["w1"], "30s")
+	p := &dbProvider{lose: true}
+	l, err := ledger.New(e.co, ledger.WithAdapters(p), ledger.WithPolling(time.Millisecond, time.Millisecond, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, _ := p.Precondition(ctx, ledger.Effect{})
+	rec, err := l.Propose(ctx, g, "promote", ledger.Effect{Kind: "db-promote", Target: "db-b", Policy: "p7"}, pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Authorize(ctx, g, "promote", ledger.Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest,
+		PreconditionDigest: rec.Precondition.Digest}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ = l.Dispatch(ctx, g, "promote"); rec.State != ledger.Unknown {
+		t.Fatalf("dispatch left %s, want UNKNOWN", rec.State)
+	}
+	for _, args := range [][]string{
+		{"ops", "show", "--tenant", "acme", "--task", "failover", "promote"},
+		{"-o", "table", "ops", "show", "--tenant", "acme", "--task", "failover", "promote"},
+	} {
+		direct, via := e.lg(t, args...), gw.as(t, "w1", args...)
+		if direct.code != 0 || via != direct {
+			t.Fatalf("ops show %v:\n--endpoints %+v\n--gateway   %+v", args, direct, via)
+		}
+		if strings.Contains(via.stdout+via.stderr, "nothing was sent") || !strings.Contains(via.stdout, "UNKNOWN") {
+			t.Fatalf("ops show of an UNKNOWN record: %+v", via)
+		}
+	}
+	args := []string{"ops", "show", "--tenant", "acme", "--task", "failover", "never-proposed"}
+	direct, via := e.lg(t, args...), gw.as(t, "w1", args...)
+	want(t, direct, 2, coordinator.InvalidInput)
+	wantViaGateway(t, via, 2, coordinator.InvalidInput)
+	if direct.stderr != via.stderr {
+		t.Fatalf("not recorded:\n--endpoints %s--gateway   %s", direct.stderr, via.stderr)
+	}
+}
+
+// renew, list, lease list and lease show through the gateway print what
+// they print through --endpoints; the gateway's roles decide who may (a
+// worker lists its tenants' tasks and renews its own grants; lease list
+// needs an operator of every tenant, lease show one of the lease's
+// tenants); gc is refused naming --endpoints. Bad input is refused before
+// any I/O, an unreachable gateway is a hold, a renew whose answer was lost
+// is outcome_unknown and a read's is a hold.
+func TestRenewListAndLeasesThroughTheGatewayMatchEndpoints(t *testing.T) {
+	lost := []string{leasegatev1connect.WorkerServiceRenewGrantProcedure, leasegatev1connect.WorkerServiceListTasksProcedure}
+	var lose atomic.Bool
+	gw := newGatewayEnvWrapped(t, loseAnswers(&lose, lost...))
+	e := gw.env
+	w1 := gw.certs.IDs["w1"]
+	g1, f1 := e.claim(t, "acme", "a", w1, "30s")
+	_, f2 := e.claim(t, "acme", "b", "someone-else", "30s")
+	_, fo := e.claim(t, "other", "x", "w-other", "30s")
+	lease := coordinator.FormatLeaseID(g1.Lease)
+
+	for _, tc := range []struct {
+		name   string
+		who    string
+		args   []string
+		code   int
+		d      coordinator.Disposition
+		ignore []string // fields that may differ between the two runs
+	}{
+		{"renew", "w1", []string{"renew", "--grant", f1}, 0, coordinator.Renewed, nil},
+		{"list of a tenant", "w1", []string{"list", "--tenant", "acme"}, 0, coordinator.OK, []string{"ttl_left_seconds"}},
+		{"list of every tenant", "op1", []string{"list"}, 0, coordinator.OK, []string{"ttl_left_seconds"}},
+		{"lease list", "op1", []string{"lease", "list"}, 0, coordinator.OK, []string{"ttl_left_seconds"}},
+		{"lease show", "op1", []string{"lease", "show", lease}, 0, coordinator.OK, []string{"ttl_left_seconds"}},
+		{"lease show by an operator of the lease's tenant", "op2", []string{"lease", "show", "--grant", f1}, 0, coordinator.OK, []string{"ttl_left_seconds"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			direct, via := e.lg(t, tc.args...), gw.as(t, tc.who, tc.args...)
+			want(t, direct, tc.code, tc.d)
+			wantViaGateway(t, via, tc.code, tc.d)
+			sameJSON(t, direct, via, tc.ignore...)
+		})
+	}
+
+	// Refused by the gateway's roles, or before any I/O; nothing written.
+	e.writesNothing(t, "a refused command", func() {
+		for _, tc := range []struct {
+			name string
+			who  string
+			args []string
+			code int
+			d    coordinator.Disposition
+		}{
+			{"renew of another identity's grant", "w1", []string{"renew", "--grant", f2}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"list of another tenant", "w1", []string{"list", "--tenant", "other"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"list of every tenant by a worker of one", "w1", []string{"list"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"lease list by a worker", "w1", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease list by an operator of one tenant", "op2", []string{"lease", "list"}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease show of another tenant's lease", "op2", []string{"lease", "show", "--grant", fo}, cli.ExitDenied, coordinator.PermissionDenied},
+			{"lease show of a malformed ID", "op1", []string{"lease", "show", "xyz"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"gc", "op1", []string{"gc"}, cli.ExitInvalid, coordinator.InvalidInput},
+			{"gc --apply", "op1", []string{"gc", "--apply"}, cli.ExitInvalid, coordinator.InvalidInput},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := gw.as(t, tc.who, tc.args...)
+				wantViaGateway(t, r, tc.code, tc.d)
+				if tc.args[0] == "gc" && !strings.Contains(r.stderr, "--endpoints") {
+					t.Fatalf("gc's refusal does not name --endpoints: %s", r.stderr)
+				}
+			})
+		}
+	})
+
+	// A lease etcd no longer knows: expired_owner, with the operator's advice, both ways.
+	want(t, e.lg(t, "lease", "revoke", "--grant", f1), 0, coordinator.OK)
+	advice := "etcd no longer knows this lease"
+	wantOperatorAdvice(t, e.lg(t, "lease", "show", lease), cli.ExitRefused, coordinator.ExpiredOwner, advice)
+	wantOperatorAdvice(t, gw.as(t, "op1", "lease", "show", lease), cli.ExitRefused, coordinator.ExpiredOwner, advice)
+	want(t, e.lg(t, "renew", "--grant", f1), cli.ExitRefused, coordinator.ExpiredOwner)
+	wantViaGateway(t, gw.as(t, "w1", "renew", "--grant", f1), cli.ExitRefused, coordinator.ExpiredOwner)
+
+	// An unreachable gateway is a hold for every one of them.
+	down := execApp(t, call{}, append(gw.gatewayArgs("w1", "https://127.0.0.1:1"), "renew", "--grant", f1)...)
+	wantViaGateway(t, down, cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	for _, args := range [][]string{{"list", "--tenant", "acme"}, {"lease", "list"}, {"lease", "show", lease}} {
+		wantViaGateway(t, execApp(t, call{}, append(gw.gatewayArgs("op1", "https://127.0.0.1:1"), args...)...), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+	}
+
+	// A renew whose answer was lost may have applied: outcome_unknown; a
+	// read whose answer was lost changed nothing: a hold.
+	_, f3 := e.claim(t, "acme", "c", w1, "30s")
+	lose.Store(true)
+	wantViaGateway(t, gw.as(t, "w1", "renew", "--grant", f3), cli.ExitOutcomeUnknown, coordinator.OutcomeUnknown)
+	wantViaGateway(t, gw.as(t, "w1", "list", "--tenant", "acme"), cli.ExitUnavailable, coordinator.AuthorityUnavailable)
+}
+
+// The worker's commands answer through the gateway in the shape they
+// answer through --endpoints (-o json), each on a task of its own: claim,
+// commit (and its retry), get, status, ops list, release, and a refusal.
+func TestWorkerAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
+	gw := newGatewayEnv(t)
+	e := gw.env
+	w1 := gw.certs.IDs["w1"]
+	both := func(d coordinator.Disposition, code int, direct, via []string) {
+		t.Helper()
+		a, b := e.lg(t, direct...), gw.as(t, "w1", via...)
+		want(t, a, code, d)
+		wantViaGateway(t, b, code, d)
+		sameShape(t, a, b)
+	}
+	a, b := e.lg(t, "claim", "--tenant", "acme", "--task", "a", "--owner", w1, "--ttl", "30s"),
+		gw.as(t, "w1", "claim", "--tenant", "acme", "--task", "b", "--ttl", "30s")
+	want(t, a, 0, coordinator.Granted)
+	want(t, b, 0, coordinator.Granted)
+	sameShape(t, a, b)
+	sameJSON(t, a, b, "task", "lease", "epoch")
+	ga, gb := e.file(t, a.stdout), e.file(t, b.stdout)
+	commit := func(g string) []string {
+		return []string{"commit", "--grant", g, "--operation", "op-1", "--value", "paid", "--expected-version", "0"}
+	}
+	both(coordinator.Committed, 0, commit(ga), commit(gb))
+	both(coordinator.HistoricalRetry, 0, commit(ga), commit(gb))
+	for _, args := range [][]string{{"get", "--tenant", "acme", "--task"}, {"status", "--tenant", "acme", "--task"}} {
+		both(coordinator.OK, 0, append(args, "a"), append(args, "b"))
+	}
+	both(coordinator.OK, 0, []string{"ops", "list", "--tenant", "acme"}, []string{"ops", "list", "--tenant", "acme"})
+	both(coordinator.Released, 0, []string{"release", "--grant", ga}, []string{"release", "--grant", gb})
+	late := func(g string) []string {
+		return []string{"commit", "--grant", g, "--operation", "op-2", "--value", "late", "--expected-version", "1"}
+	}
+	both(coordinator.ExpiredOwner, 1, late(ga), late(gb))
 }
