@@ -27,7 +27,7 @@ func keysOf(m map[string]any) []string {
 }
 
 // TestDrillEndpoints runs a short drill against a three-member cluster
-// with -o json: the object is exactly issue 8's shape, the exit code
+// with -o json: the object has exactly the keys docs/drill.md gives, the exit code
 // follows pass, and the run's prefix is gone afterwards.
 func TestDrillEndpoints(t *testing.T) {
 	cl := embedtest.NewCluster(t, embedtest.WithSize(3))

@@ -528,8 +528,8 @@ func (rc *rpcCounter) take() map[string]int {
 	return n
 }
 
-// TestDispatchIsTwoRoundTrips pins the floor of issue 16's measured
-// target: a dispatch of a record this ledger authorized is two etcd round
+// TestDispatchIsTwoRoundTrips pins the floor of the ledger's measured
+// target (docs/performance.md, "The effect ledger"): a dispatch of a record this ledger authorized is two etcd round
 // trips, the claim Txn and the outcome Txn, and nothing else (the claim's
 // fenced Txn is the grant check, its Else the read a stale hint needs);
 // Propose and Authorize one each, so the lifecycle is four. A ledger that
