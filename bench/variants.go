@@ -12,7 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -107,7 +107,7 @@ func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger
 		if b.t.g, err = w.s.Claim(ctx, tenant, fmt.Sprintf("%s-%d", b.task, id)); err != nil {
 			return nil, err
 		}
-		b.t.guard, b.t.reads = c.Guard(b.t.g), core.GuardReads(c, b.t.g)
+		b.t.guard, b.t.reads = c.Guard(b.t.g), store.Of(c).GuardReads(b.t.g)
 	}
 	if w.ledgerG, err = w.s.Claim(ctx, tenant, fmt.Sprintf("ledger-%d", id)); err != nil {
 		return nil, err
@@ -117,11 +117,11 @@ func newWorker(ctx context.Context, c *coordinator.Coordinator, l *ledger.Ledger
 	bg := w.bare.g
 	receipt, _ := json.Marshal(fencedtxn.Receipt{Disposition: coordinator.Committed, Tenant: tenant, Task: bg.Task,
 		Operation: "op-000001", CommittedVersion: 1, Epoch: bg.Epoch})
-	opRec, _ := json.Marshal(core.OpRecord{PayloadDigest: fencedtxn.Digest(fencedtxn.Intent{Tenant: tenant, Task: bg.Task,
+	opRec, _ := json.Marshal(store.OpRecord{PayloadDigest: fencedtxn.Digest(fencedtxn.Intent{Tenant: tenant, Task: bg.Task,
 		Operation: "op-000001", Value: benchValue}), Receipt: receipt, Epoch: bg.Epoch, Owner: bg.Owner})
-	state, _ := json.Marshal(core.StateRecord{Version: 1, Value: benchValue, Operation: "op-000001", Epoch: bg.Epoch})
+	state, _ := json.Marshal(store.StateRecord{Version: 1, Value: benchValue, Operation: "op-000001", Epoch: bg.Epoch})
 	w.bareOpRec, w.bareState = string(opRec), string(state)
-	fence, _ := json.Marshal(core.FenceRecord{Owner: w.s.Owner(), Lease: w.s.Lease()})
+	fence, _ := json.Marshal(store.FenceRecord{Owner: w.s.Owner(), Lease: w.s.Lease()})
 	w.fenceValue = string(fence)
 	resp, err := w.client.Get(ctx, c.Keys().Realm())
 	if err != nil || len(resp.Kvs) == 0 {
@@ -244,7 +244,7 @@ func (w *worker) bareClaimRelease(ctx context.Context, withFence bool) error {
 	if !withFence { // no fence to compare: the owner key's compares only
 		cmps = append(cmps[:1], cmps[2:]...)
 	}
-	resp, err = w.client.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(owner)).Else(core.GuardReads(w.c, g)...).Commit()
+	resp, err = w.client.Txn(ctx).If(cmps...).Then(clientv3.OpDelete(owner)).Else(store.Of(w.c).GuardReads(g)...).Commit()
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // globals are the global flags of one invocation, checked once (setup) and
@@ -337,7 +337,7 @@ func clientConfig(g *globals) clientv3.Config {
 func newClient(g *globals) (*clientv3.Client, error) {
 	client, err := clientv3.New(clientConfig(g))
 	if err != nil {
-		return nil, core.DialError("connect", g.endpoints, err)
+		return nil, store.DialError("connect", g.endpoints, err)
 	}
 	return client, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // defaultDrillSeed makes `leasegate drill` reproducible unless --seed says
@@ -342,7 +343,7 @@ func drillHeader(c *cli.Context, where, prefix string, s drillSettings) string {
 
 // drillPrefix is a run's prefix: inside leasegate's own, under a kind no
 // keyspace uses ("drill"), so that one grant on --prefix covers it.
-func drillPrefix(prefix string) string { return prefix + coordinator.NestedSubtree + runID() }
+func drillPrefix(prefix string) string { return prefix + store.NestedSubtree + runID() }
 
 // runID names one run's prefix.
 func runID() string {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -59,7 +59,7 @@ func (e *env) stateValue(t *testing.T, tenant, task string) []byte {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("state key: %v, %v", resp, err)
 	}
-	var st core.StateRecord
+	var st store.StateRecord
 	if err := json.Unmarshal(resp.Kvs[0].Value, &st); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/secretfile"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -412,7 +412,7 @@ func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.Trace
 	}
 	cli3, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, nil, core.DialError("serve", p.endpoints, err)
+		return nil, nil, store.DialError("serve", p.endpoints, err)
 	}
 	return cli3, []coordinator.Option{coordinator.WithClientConfig(cfg)}, nil
 }

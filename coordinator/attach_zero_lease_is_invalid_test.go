@@ -7,7 +7,6 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
 )
 
 // Attach of lease 0 (etcd's NoLease, which no grant returns) is
@@ -22,13 +21,13 @@ func TestAttachZeroLeaseIsInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, lease := range []int64{0, -1} {
-		s, err := core.Attach(c, "worker", lease, 10*time.Second, time.Now().Add(5*time.Second))
+		s, err := c.Attach("worker", lease, 10*time.Second, time.Now().Add(5*time.Second))
 		if d := coordinator.DispositionOf(err); d != coordinator.InvalidInput || s != nil {
 			t.Errorf("Attach(lease %d): session %t, err %v (%s), want no session, invalid_input", lease, s != nil, err, d)
 		}
 	}
 	// And a positive lease is accepted: the refusal is of the value, not of Attach.
-	if _, err := core.Attach(c, "worker", 1, 10*time.Second, time.Now().Add(5*time.Second)); err != nil {
+	if _, err := c.Attach("worker", 1, 10*time.Second, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatalf("Attach(lease 1): %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -47,7 +47,7 @@ func BenchmarkGuard(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.Guard(g)
-		_ = core.GuardReads(c, g)
+		_ = store.Of(c).GuardReads(g)
 	}
 }
 
@@ -74,7 +74,7 @@ func BenchmarkCheckGuard(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if d := coordinator.DispositionOf(core.CheckGuard(c, "commit", g, bc.rs)); d != bc.want {
+				if d := coordinator.DispositionOf(store.Of(c).CheckGuard("commit", g, bc.rs)); d != bc.want {
 					b.Fatalf("%s, want %s", d, bc.want)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -103,14 +103,14 @@ func TestRequestsEtcdNeverAccepts(t *testing.T) {
 	}
 	// Coordinator.Txn, the path of every package built on coordinator,
 	// refuses them the same way (Commit refuses range deletes itself).
-	for name, r := range map[string]core.TxnRequest{
+	for name, r := range map[string]store.TxnRequest{
 		"put inside a deleted range":       {Op: "test", Then: []clientv3.Op{clientv3.OpPut("/app/x/y", "1"), clientv3.OpDelete("/app/x/", clientv3.WithPrefix())}},
 		"put inside a deleted range, else": {Op: "test", Else: []clientv3.Op{clientv3.OpDelete("/app/", clientv3.WithFromKey()), clientv3.OpPut("/app/z", "1")}},
 		"too many compares":                {Op: "test", If: make([]clientv3.Cmp, 129)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			lgtest.RefusedWritingNothing(t, c.Client(), "", coordinator.InvalidInput, func() error {
-				_, err := core.Txn(c, done, r)
+				_, err := store.Of(c).Txn(done, r)
 				return err
 			})
 		})

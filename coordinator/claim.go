@@ -10,7 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Claim grants the session the task if nobody holds it, in one Txn:
@@ -47,12 +47,12 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 	}
 	c, k := s.c, s.c.keys
 	owner, fence := k.Owner(tenant, task), k.Fence(tenant, task)
-	fenceValue, _ := json.Marshal(core.FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
+	fenceValue, _ := json.Marshal(store.FenceRecord{Owner: s.owner, Lease: int64(s.lease)})
 	// A realm rotated since this coordinator read it is adopted once: a
 	// claim carries no authority of its own, so it may start the new realm.
 	for try := 0; ; try++ {
 		realm, realmRev := c.realmAt()
-		resp, err := c.txn(ctx, core.TxnRequest{Op: "claim", Tenant: tenant, Task: task,
+		resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "claim", Tenant: tenant, Task: task,
 			If: []clientv3.Cmp{
 				clientv3.Compare(clientv3.Value(k.Realm()), "=", realm),
 				clientv3.Compare(clientv3.ModRevision(k.Realm()), "=", realmRev),
@@ -72,13 +72,13 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 			logGrant(s.lg, zap.InfoLevel, "granted", g, true)
 			return g, resp.Header.Revision, nil
 		}
-		held, stored := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
+		held, stored := store.FirstKV(resp.Responses[0]), store.FirstKV(resp.Responses[1])
 		switch {
 		case stored == nil:
-			return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)
+			return Grant{}, 0, store.NewError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)
 		case string(stored.Value) != realm || stored.ModRevision != realmRev:
 			if try > 0 {
-				return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the realm keeps changing", nil)
+				return Grant{}, 0, store.NewError(GenerationMismatch, "claim", tenant, task, "the realm keeps changing", nil)
 			}
 			s.lg.Warn("realm changed; adopting it", zap.String("old-realm", realm), zap.String("realm", string(stored.Value)))
 			c.adoptRealm(string(stored.Value), stored.ModRevision)
@@ -90,9 +90,9 @@ func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64,
 			logGrant(s.lg, zap.InfoLevel, "granted (claim retried)", g, true)
 			return g, resp.Header.Revision, nil
 		}
-		holder := holderOf(tenant, task, held, held) // the holder's claim wrote its fence at the same revision
-		holder.TTLLeft = c.ttlLeft(ctx, held.Lease)
-		e := newError(Busy, "claim", tenant, task, fmt.Sprintf("held by %q since epoch %d", held.Value, held.ModRevision), nil)
+		holder := store.HolderOf(tenant, task, held, held) // the holder's claim wrote its fence at the same revision
+		holder.TTLLeft = c.s.TTLLeft(ctx, held.Lease)
+		e := store.NewError(Busy, "claim", tenant, task, fmt.Sprintf("held by %q since epoch %d", held.Value, held.ModRevision), nil)
 		e.Holder = holder
 		return Grant{}, resp.Header.Revision, e
 	}
@@ -197,20 +197,4 @@ func acquireStep(key, step string) {
 	if f, ok := acquireHooks.Load(key); ok {
 		f.(func(string))(step)
 	}
-}
-
-// ttlLeft is the lease's remaining TTL in seconds, or -1 if unknown.
-func (c *Coordinator) ttlLeft(ctx context.Context, lease int64) int64 {
-	if lease == 0 {
-		return -1
-	}
-	var resp *clientv3.LeaseTimeToLiveResponse
-	err := c.do(ctx, request{op: "ttl"}, func(ctx context.Context) (err error) {
-		resp, err = c.client.TimeToLive(ctx, clientv3.LeaseID(lease))
-		return err
-	})
-	if err != nil || resp.TTL < 0 {
-		return -1
-	}
-	return resp.TTL
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
 )
 
 // detachedGauge reads the leasegate_sessions gauge from reg.
@@ -51,7 +50,7 @@ func TestDetachLeavesMetrics(t *testing.T) {
 	if n := detachedGauge(t, reg); n != 1 {
 		t.Fatalf("leasegate_sessions = %v before Detach, want 1", n)
 	}
-	core.Detach(c, s)
+	s.Detach()
 	if n := detachedGauge(t, reg); n != 0 {
 		t.Fatalf("leasegate_sessions = %v after Detach, want 0", n)
 	}

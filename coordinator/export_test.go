@@ -26,4 +26,4 @@ func (c *Coordinator) RecordOrigin(ctx context.Context, realm string, rev int64)
 }
 
 // Origin is the key of the realm's origin record.
-func (k Keyspace) Origin() string { return k.origin() }
+func (k Keyspace) Origin() string { return k.k.Origin() }

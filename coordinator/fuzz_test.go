@@ -3,12 +3,14 @@ package coordinator
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The fuzz targets' seeds are in testdata/fuzz/<target>/ and in f.Add; plain
 // `go test` runs them, `make fuzz` explores for FUZZTIME each.
 
-var fuzzKeys = Keyspace{prefix: "/lg"}
+var fuzzKeys = Keyspace{store.NewKeys("/lg")}
 
 // FuzzTaskKeys: decoding inverts encoding, and no two distinct label tuples
 // share a key of any kind.
@@ -37,7 +39,7 @@ func FuzzTaskKeys(f *testing.F) {
 		if !ok || gotT != t1 || gotK != k1 || gotO != o1 {
 			t.Fatalf("ParseOp(%q) = %q %q %q %v", op, gotT, gotK, gotO, ok)
 		}
-		if (t1 != t2 || k1 != k2 || o1 != o2) && (op == fuzzKeys.Op(t2, k2, o2) || fuzzKeys.effect(t1, k1, o1) == fuzzKeys.effect(t2, k2, o2)) {
+		if (t1 != t2 || k1 != k2 || o1 != o2) && (op == fuzzKeys.Op(t2, k2, o2) || fuzzKeys.k.Effect(t1, k1, o1) == fuzzKeys.k.Effect(t2, k2, o2)) {
 			t.Fatalf("operations %q/%q/%q and %q/%q/%q share a key", t1, k1, o1, t2, k2, o2)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // LeaseInfo is what the authority shows of one lease carrying leasegate
@@ -36,14 +36,14 @@ type LeaseTask struct {
 
 type leaseInfoJSON struct {
 	plainLeaseInfo
-	ID leaseJSON `json:"id"`
+	ID store.LeaseJSON `json:"id"`
 }
 
 type plainLeaseInfo LeaseInfo
 
 // MarshalJSON writes the lease ID as a hex string.
 func (l LeaseInfo) MarshalJSON() ([]byte, error) {
-	return json.Marshal(leaseInfoJSON{plainLeaseInfo: plainLeaseInfo(l), ID: leaseJSON(l.ID)})
+	return json.Marshal(leaseInfoJSON{plainLeaseInfo: plainLeaseInfo(l), ID: store.LeaseJSON(l.ID)})
 }
 
 // UnmarshalJSON reads a LeaseInfo whose ID is a hex string or a number.
@@ -89,7 +89,7 @@ func (c *Coordinator) Lease(ctx context.Context, id int64) (LeaseInfo, error) {
 		return LeaseInfo{}, err
 	}
 	if li.TTLLeft < 0 && li.GrantedTTL == 0 {
-		return LeaseInfo{}, newError(ExpiredOwner, "lease show", "", "",
+		return LeaseInfo{}, store.NewError(ExpiredOwner, "lease show", "", "",
 			fmt.Sprintf("lease %s not found: expired or revoked", FormatLeaseID(id)), nil)
 	}
 	byLease, rev, err := c.ownerKeysByLease(ctx, "lease show")
@@ -106,7 +106,7 @@ func (c *Coordinator) Lease(ctx context.Context, id int64) (LeaseInfo, error) {
 // leaseTTL fills li's TTLs from etcd (TTLLeft -1 if the lease is gone).
 func (c *Coordinator) leaseTTL(ctx context.Context, op string, li *LeaseInfo) error {
 	var resp *clientv3.LeaseTimeToLiveResponse
-	err := c.do(ctx, request{op: op}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: op}, func(ctx context.Context) (err error) {
 		resp, err = c.client.TimeToLive(ctx, clientv3.LeaseID(li.ID))
 		return err
 	})
@@ -176,14 +176,14 @@ func (c *Coordinator) ownerKeysByLease(ctx context.Context, op string) (map[int6
 // ownerKeys reads the owner keys of tenant (every tenant when "") and the
 // realm key at one revision.
 func (c *Coordinator) ownerKeys(ctx context.Context, op, tenant string) ([]*mvccpb.KeyValue, *mvccpb.KeyValue, int64, error) {
-	resp, err := c.txn(ctx, core.TxnRequest{Op: op, Tenant: tenant, ReadOnly: true, Then: []clientv3.Op{
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, ReadOnly: true, Then: []clientv3.Op{
 		clientv3.OpGet(c.keys.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),
 		clientv3.OpGet(c.keys.Realm()),
 	}})
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	return resp.Responses[0].GetResponseRange().Kvs, firstKV(resp.Responses[1]), resp.Header.Revision, nil
+	return resp.Responses[0].GetResponseRange().Kvs, store.FirstKV(resp.Responses[1]), resp.Header.Revision, nil
 }
 
 // RevokeLease revokes a lease, whatever it carries — a forced expiry: etcd
@@ -246,19 +246,19 @@ func (c *Coordinator) RevokeOwnerLease(ctx context.Context, id int64) (LeaseInfo
 // this keyspace, or none.
 func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) error {
 	var resp *clientv3.LeaseTimeToLiveResponse
-	err := c.do(ctx, request{op: op}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: op}, func(ctx context.Context) (err error) {
 		resp, err = c.client.TimeToLive(ctx, clientv3.LeaseID(id), clientv3.WithAttachedKeys())
 		return err
 	})
 	lease := FormatLeaseID(id)
 	switch {
 	case DispositionOf(err) == PermissionDenied:
-		return newError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries keys this user may not read, outside %s/: "+
-			"it is not a leasegate lease of this keyspace; nothing revoked", lease, c.keys.prefix), err)
+		return store.NewError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries keys this user may not read, outside %s/: "+
+			"it is not a leasegate lease of this keyspace; nothing revoked", lease, c.keys.Prefix()), err)
 	case err != nil:
 		return err
 	case resp.TTL < 0 && resp.GrantedTTL == 0:
-		return newError(ExpiredOwner, op, "", "", fmt.Sprintf("lease %s not found: expired or revoked", lease), nil)
+		return store.NewError(ExpiredOwner, op, "", "", fmt.Sprintf("lease %s not found: expired or revoked", lease), nil)
 	}
 	var foreign []string
 	owners := 0
@@ -273,11 +273,11 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	case len(foreign) > 0:
 		sort.Strings(foreign)
 		return Invalid(op, "lease %s carries %d key(s) that are not owner keys of %s (%s): it is not a leasegate lease "+
-			"of this keyspace; nothing revoked", lease, len(foreign), c.keys.prefix,
+			"of this keyspace; nothing revoked", lease, len(foreign), c.keys.Prefix(),
 			strings.Join(firstN(foreign, 3), ", "))
 	case owners == 0:
 		return Invalid(op, "lease %s carries no owner key of %s (another application's lease, or one whose tasks were all released): "+
-			"nothing revoked", lease, c.keys.prefix)
+			"nothing revoked", lease, c.keys.Prefix())
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // metrics are leasegate's Prometheus metrics, registered on the caller's
@@ -17,11 +19,11 @@ import (
 // its metrics (ledger.WithMetrics).
 //
 // A nil *metrics (a coordinator without WithMetrics) records nothing and
-// costs nothing; every method is safe on nil. Packages built on coordinator
-// (fencedtxn) count their outcomes through core.Outcome.
+// costs nothing; every method is safe on nil. The requests' outcomes and
+// the Txns' latency are recorded by the store (store.Metrics), where
+// fencedtxn counts its commits too.
 type metrics struct {
-	outcomes   *prometheus.CounterVec
-	txnSeconds *prometheus.HistogramVec
+	store      store.Metrics
 	kaFailures *prometheus.CounterVec
 
 	reg        prometheus.Registerer
@@ -38,15 +40,17 @@ var txnBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "leasegate", Name: "requests_total",
-			Help: "Claims, commits, releases, renewals and keepalives by outcome (disposition).",
-		}, []string{"operation", "disposition"}),
-		txnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "leasegate", Name: "txn_duration_seconds",
-			Help:    "Latency of the etcd Txns leasegate sends, by operation, including failed ones.",
-			Buckets: txnBuckets,
-		}, []string{"operation"}),
+		store: store.Metrics{
+			Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: "leasegate", Name: "requests_total",
+				Help: "Claims, commits, releases, renewals and keepalives by outcome (disposition).",
+			}, []string{"operation", "disposition"}),
+			TxnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Namespace: "leasegate", Name: "txn_duration_seconds",
+				Help:    "Latency of the etcd Txns leasegate sends, by operation, including failed ones.",
+				Buckets: txnBuckets,
+			}, []string{"operation"}),
+		},
 		kaFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "leasegate", Name: "keepalive_failures_total",
 			Help: "Session keepalives that did not confirm a renewal: unreachable (retried until the local deadline), lease_lost, deadline.",
@@ -67,7 +71,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Longest time, over this process's live sessions, since the send time of the last confirmed grant or renewal of the lease; 0 with no session.",
 	}, m.renewalAge)
 	m.reg = reg
-	for _, c := range []prometheus.Collector{m.outcomes, m.txnSeconds, m.kaFailures, live, age} {
+	for _, c := range []prometheus.Collector{m.store.Requests, m.store.TxnSeconds, m.kaFailures, live, age} {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
 			return nil, fmt.Errorf("register metrics: %w", err)
@@ -103,14 +107,21 @@ func WithMetrics(reg prometheus.Registerer) Option {
 	}
 }
 
-// count counts one finished request of operation by its disposition: the
-// receipt's or grant's on success, DispositionOf(err) otherwise. fencedtxn
-// counts its commits with it, as core.Outcome.
+// count counts one finished request of operation by its disposition
+// (store.Metrics.Count).
 func (m *metrics) count(operation string, d Disposition) {
 	if m == nil {
 		return
 	}
-	m.outcomes.WithLabelValues(operation, dispositionLabel(d)).Inc()
+	m.store.Count(operation, d)
+}
+
+// storeMetrics is what the store records into: nil without metrics.
+func (m *metrics) storeMetrics() *store.Metrics {
+	if m == nil {
+		return nil
+	}
+	return &m.store
 }
 
 // outcome counts a request that succeeds with done.
@@ -122,23 +133,6 @@ func (m *metrics) outcome(operation string, done Disposition, err error) {
 		done = DispositionOf(err)
 	}
 	m.count(operation, done)
-}
-
-// dispositionLabel is d as a label value: "unknown" for a disposition of no
-// class (the zero value, which means "don't know", or a name the table does
-// not have), so the label's values stay the table's.
-func dispositionLabel(d Disposition) string {
-	if d.Class() == ClassUnknown {
-		return "unknown"
-	}
-	return string(d)
-}
-
-func (m *metrics) txn(operation string, d time.Duration) {
-	if m == nil {
-		return
-	}
-	m.txnSeconds.WithLabelValues(operation).Observe(d.Seconds())
 }
 
 // sessionRenewed records a live session's confirmed grant or renewal, sent

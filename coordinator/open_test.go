@@ -6,6 +6,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -59,7 +60,7 @@ func TestOpenNeverWrites(t *testing.T) {
 	}
 	// The keyspace's NestedSubtree is the one place another may live (the
 	// drill's runs, under the one role on the prefix).
-	if _, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lg"+coordinator.NestedSubtree+"run-1")); err != nil {
+	if _, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/lg"+store.NestedSubtree+"run-1")); err != nil {
 		t.Fatalf("New under the nested subtree: %v", err)
 	}
 	for _, bad := range []coordinator.Option{coordinator.WithPrefix("x"), coordinator.WithRequestTimeout(0),

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Option configures New.
@@ -41,7 +43,7 @@ func defaultOptions() options {
 // does not end with one, and is printable ASCII.
 func WithPrefix(p string) Option {
 	return func(o *options) error {
-		if err := checkPrefix(p); err != nil {
+		if err := store.CheckPrefix(p); err != nil {
 			return err
 		}
 		o.prefix = p

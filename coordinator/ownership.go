@@ -2,61 +2,21 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
-// Ownership is what the authority shows of one task at one revision.
-type Ownership struct {
-	Tenant  string `json:"tenant"`
-	Task    string `json:"task"`
-	Owner   string `json:"owner"`            // "" when nobody holds the task
-	Epoch   int64  `json:"epoch"`            // the holder's epoch; 0 when unowned
-	Lease   int64  `json:"lease"`            // the holder's lease; 0 when unowned; in JSON a hex string ("" for none)
-	TTLLeft int64  `json:"ttl_left_seconds"` // seconds left on the lease; -1 when unowned, stale or unknown
-	// Stale marks an owner key written before the current realm (before a
-	// realm rotate): it is still in etcd, on its lease, but holds nothing —
-	// every grant of it is refused and any session may claim the task.
-	// Owner, Epoch and Lease then describe that key; Owned() is false.
-	Stale         bool   `json:"stale"`
-	Fence         int64  `json:"fence_epoch"`   // the published floor: the last epoch granted
-	StateVersion  int64  `json:"state_version"` // protected state version (0: never committed)
-	LastOperation string `json:"last_operation,omitempty"`
-	Revision      int64  `json:"revision"` // the etcd revision this was read at
-}
-
-// Owned reports whether somebody holds the task: an owner key of the
-// current realm.
-func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }
-
-// ownershipJSON is Ownership's JSON shape: the lease as a hex string.
-type ownershipJSON struct {
-	plainOwnership
-	Lease leaseJSON `json:"lease"`
-}
-
-type plainOwnership Ownership
-
-// MarshalJSON writes the lease as a hex string, as etcdctl prints it.
-func (o Ownership) MarshalJSON() ([]byte, error) {
-	return json.Marshal(ownershipJSON{plainOwnership: plainOwnership(o), Lease: leaseJSON(o.Lease)})
-}
-
-// UnmarshalJSON reads an Ownership whose lease is a hex string or a number.
-func (o *Ownership) UnmarshalJSON(b []byte) error {
-	var j ownershipJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*o = Ownership(j.plainOwnership)
-	o.Lease = int64(j.Lease)
-	return nil
-}
+// Ownership is what the authority shows of one task at one revision: its
+// Owner ("" when nobody holds it), the holder's Epoch and Lease, the
+// seconds left on that lease (TTLLeft, -1 when unknown), whether the owner
+// key predates the current realm (Stale), the Fence (the last epoch
+// granted), the protected state's StateVersion and LastOperation, and the
+// Revision it was read at. Owned reports whether somebody holds the task.
+type Ownership = store.Ownership
 
 // markStale marks o stale if its owner key is older than the realm key.
 func markStale(o *Ownership, realm *mvccpb.KeyValue) {
@@ -72,7 +32,7 @@ func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership
 	}
 	k := c.keys
 	var resp *clientv3.TxnResponse
-	err := c.do(ctx, request{op: "status", tenant: tenant, task: task}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: "status", Tenant: tenant, Task: task}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).Then(
 			clientv3.OpGet(k.Fence(tenant, task)),
 			clientv3.OpGet(k.Owner(tenant, task)),
@@ -84,12 +44,12 @@ func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership
 	if err != nil {
 		return Ownership{}, err
 	}
-	o := *holderOf(tenant, task, firstKV(resp.Responses[0]), firstKV(resp.Responses[1]))
+	o := *store.HolderOf(tenant, task, store.FirstKV(resp.Responses[0]), store.FirstKV(resp.Responses[1]))
 	o.Revision = resp.Header.Revision
-	applyState(&o, firstKV(resp.Responses[2]))
-	markStale(&o, firstKV(resp.Responses[3]))
+	store.ApplyState(&o, store.FirstKV(resp.Responses[2]))
+	markStale(&o, store.FirstKV(resp.Responses[3]))
 	if o.Owned() {
-		o.TTLLeft = c.ttlLeft(ctx, o.Lease)
+		o.TTLLeft = c.s.TTLLeft(ctx, o.Lease)
 	}
 	return o, nil
 }
@@ -104,7 +64,7 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	}
 	k := c.keys
 	var resp *clientv3.TxnResponse
-	err := c.do(ctx, request{op: "list", tenant: tenant}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: "list", Tenant: tenant}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Txn(ctx).Then(
 			clientv3.OpGet(k.TaskPrefix(KindFence, tenant), clientv3.WithPrefix()),
 			clientv3.OpGet(k.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),
@@ -137,23 +97,23 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 	}
 	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
 		if o := get(kv); o != nil {
-			o.Owner, o.Epoch, o.Lease = holderFields(kv)
+			o.Owner, o.Epoch, o.Lease = store.HolderFields(kv)
 		}
 	}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 		if o := get(kv); o != nil {
-			applyState(o, kv)
+			store.ApplyState(o, kv)
 		}
 	}
 	ttls := map[int64]int64{}
 	out := make([]Ownership, 0, len(byTask))
-	realm := firstKV(resp.Responses[3])
+	realm := store.FirstKV(resp.Responses[3])
 	for _, o := range byTask {
 		markStale(o, realm)
 		if o.Owned() {
 			ttl, ok := ttls[o.Lease]
 			if !ok {
-				ttl = c.ttlLeft(ctx, o.Lease)
+				ttl = c.s.TTLLeft(ctx, o.Lease)
 				ttls[o.Lease] = ttl
 			}
 			o.TTLLeft = ttl
@@ -167,16 +127,4 @@ func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, err
 		return out[i].Task < out[j].Task
 	})
 	return out, nil
-}
-
-func applyState(o *Ownership, kv *mvccpb.KeyValue) {
-	if kv == nil {
-		return
-	}
-	var st core.StateRecord
-	if err := json.Unmarshal(kv.Value, &st); err == nil {
-		o.StateVersion, o.LastOperation = st.Version, st.Operation
-	} else {
-		o.StateVersion = kv.Version
-	}
 }

@@ -11,19 +11,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Coordinator is leasegate's view of one etcd keyspace: its realm, its keys,
 // and the client to reach it. It is safe for concurrent use.
 type Coordinator struct {
-	// lent is what the packages built on coordinator call and its users do
-	// not (internal/core): txn, checkGuard, guardReads, describeHolder, the
-	// commit's outcome count and the ledger's and retention's keys, filled
-	// by newCoordinator.
-	lent
+	// Handle lets the packages built on coordinator reach s through
+	// store.Of(c); its one method is unexported, so it adds nothing to
+	// Coordinator's API.
+	store.Handle
+	s       *store.Store // the etcd plumbing: every Txn, the guard and its check
 	client  *clientv3.Client
-	keys    Keyspace
+	keys    store.Keys
 	lg      *zap.Logger
 	opts    options
 	metrics *metrics // nil without WithMetrics
@@ -42,7 +42,7 @@ type Coordinator struct {
 // Open, which never writes. A prefix nested inside another leasegate
 // keyspace (an ancestor path holds a realm key: /leasegate/owner under
 // /leasegate) is invalid_input, and nothing is written; the one exception
-// is a keyspace under an ancestor's NestedSubtree (/leasegate/drill/run).
+// is a keyspace under an ancestor's store.NestedSubtree (/leasegate/drill/run).
 func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordinator, error) {
 	c, err := newCoordinator("new", client, opts)
 	if err != nil {
@@ -54,7 +54,7 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 	}
 	realmKey := c.keys.Realm()
 	fresh := uuid.NewString()
-	resp, err := c.txn(ctx, core.TxnRequest{Op: "new",
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "new",
 		If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),
 		Then: []clientv3.Op{clientv3.OpPut(realmKey, fresh)},
 		Else: c.realmReads()})
@@ -63,14 +63,14 @@ func New(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordin
 	}
 	if resp.Succeeded {
 		c.realm, c.realmRev = fresh, resp.Header.Revision
-		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", c.keys.prefix))
+		c.lg.Info("realm created", zap.String("realm", fresh), zap.String("prefix", c.keys.Prefix()))
 		c.recordOrigin(ctx, fresh, resp.Header.Revision)
 		return c, nil
 	}
 	// Created by another process in between, or an ancestor keyspace was.
 	found, err = c.adoptRealmReads("new", resp.Responses)
 	if err == nil && !found {
-		err = newError(GenerationMismatch, "new", "", "", "the realm key was created and deleted meanwhile", nil)
+		err = store.NewError(GenerationMismatch, "new", "", "", "the realm key was created and deleted meanwhile", nil)
 	}
 	return c.orNil(err)
 }
@@ -87,7 +87,7 @@ func Open(ctx context.Context, client *clientv3.Client, opts ...Option) (*Coordi
 	}
 	found, err := c.readRealm(ctx, "open")
 	if err == nil && !found {
-		err = newError(NoKeyspace, "open", "", "", fmt.Sprintf("no leasegate keyspace at prefix %s (no %s key)", c.keys.prefix, c.keys.Realm()), nil)
+		err = store.NewError(NoKeyspace, "open", "", "", fmt.Sprintf("no leasegate keyspace at prefix %s (no %s key)", c.keys.Prefix(), c.keys.Realm()), nil)
 	}
 	return c.orNil(err)
 }
@@ -110,18 +110,7 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	if client == nil {
 		return nil, Invalid(op, "nil etcd client")
 	}
-	c := &Coordinator{client: client, keys: Keyspace{prefix: o.prefix}, lg: o.logger.Named("coordinator"), opts: o}
-	k := c.keys
-	core.Lend(&c.lent, core.Plumbing[Grant, *Session]{Guard: c.Guard, Txn: c.txn, CheckGuard: c.checkGuard, GuardReads: c.guardReads,
-		DescribeHolder: c.describeHolder,
-		Outcome:        func(operation, d string) { c.metrics.count(operation, Disposition(d)) },
-		Keys: core.Keys{
-			Effect: k.effect, EffectPrefix: k.effectPrefix, ParseEffect: k.parseEffect,
-			JournalEntry: k.journalEntry, JournalOperationPrefix: k.journalOperationPrefix, JournalPrefix: k.journalPrefix,
-			RetentionClock: k.retentionClock, RetentionMark: k.retentionMark, RetentionMarks: k.retentionMarks,
-		},
-		Logger: c.lg, Attach: c.attach, Detach: (*Session).detach, RenewLease: c.renewLease,
-	})
+	c := &Coordinator{client: client, keys: store.NewKeys(o.prefix), lg: o.logger.Named("coordinator"), opts: o}
 	if o.registerer != nil {
 		m, err := newMetrics(o.registerer)
 		if err != nil {
@@ -129,19 +118,22 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 		}
 		c.metrics = m
 	}
+	c.s = store.New(client, c.keys, store.Limits{RequestTimeout: o.requestTimeout, MaxTxnOps: o.maxTxnOps, MaxRequestBytes: o.maxRequestBytes},
+		c.lg, c.metrics.storeMetrics())
+	c.Handle = store.NewHandle(c.s)
 	return c, nil
 }
 
 // ancestorRealms are the realm keys of every keyspace the prefix would be
 // nested in: for /a/b/c, /a/realm and /a/b/realm. An ancestor whose
-// NestedSubtree holds the prefix (/a for /a/drill/c) is left out: a
+// store.NestedSubtree holds the prefix (/a for /a/drill/c) is left out: a
 // keyspace may live there.
 func (c *Coordinator) ancestorRealms() []string {
 	var keys []string
-	p := c.keys.prefix
+	p := c.keys.Prefix()
 	for i := 1; i < len(p); i++ {
-		if p[i] == '/' && !strings.HasPrefix(p[i:], NestedSubtree) {
-			keys = append(keys, Keyspace{prefix: p[:i]}.Realm())
+		if p[i] == '/' && !strings.HasPrefix(p[i:], store.NestedSubtree) {
+			keys = append(keys, store.NewKeys(p[:i]).Realm())
 		}
 	}
 	return keys
@@ -170,11 +162,11 @@ func (c *Coordinator) noAncestorRealms() []clientv3.Cmp {
 // then skipped rather than the open refused.
 func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
 	c.ancestors = c.ancestorRealms()
-	resp, err := c.txn(ctx, core.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
 	if DispositionOf(err) == PermissionDenied && len(c.ancestors) > 0 {
-		c.lg.Debug("the enclosing prefixes are not readable; nesting not checked", zap.String("prefix", c.keys.prefix))
+		c.lg.Debug("the enclosing prefixes are not readable; nesting not checked", zap.String("prefix", c.keys.Prefix()))
 		c.ancestors = nil
-		resp, err = c.txn(ctx, core.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
+		resp, err = c.s.Txn(ctx, store.TxnRequest{Op: op, ReadOnly: true, Then: c.realmReads()})
 	}
 	if err != nil {
 		return false, err
@@ -186,12 +178,12 @@ func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
 // an ancestor holds a keyspace, else whether the realm exists (adopted).
 func (c *Coordinator) adoptRealmReads(op string, rs []*pb.ResponseOp) (bool, error) {
 	for i, k := range c.ancestors {
-		if firstKV(rs[i+1]) != nil {
+		if store.FirstKV(rs[i+1]) != nil {
 			return false, Invalid(op, "prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it",
-				c.keys.prefix, strings.TrimSuffix(k, realmSuffix), k)
+				c.keys.Prefix(), strings.TrimSuffix(k, store.RealmSuffix), k)
 		}
 	}
-	kv := firstKV(rs[0])
+	kv := store.FirstKV(rs[0])
 	if kv == nil {
 		return false, nil
 	}
@@ -213,7 +205,7 @@ func (c *Coordinator) realmAt() (string, int64) {
 }
 
 // Keys is the coordinator's keyspace.
-func (c *Coordinator) Keys() Keyspace { return c.keys }
+func (c *Coordinator) Keys() Keyspace { return Keyspace{c.keys} }
 
 // Client is the etcd client the coordinator uses.
 func (c *Coordinator) Client() *clientv3.Client { return c.client }
@@ -221,7 +213,7 @@ func (c *Coordinator) Client() *clientv3.Client { return c.client }
 // CurrentRealm reads the realm stored in etcd now.
 func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 	var resp *clientv3.GetResponse
-	err := c.do(ctx, request{op: "realm"}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: "realm"}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Get(ctx, c.keys.Realm())
 		return err
 	})
@@ -229,7 +221,7 @@ func (c *Coordinator) CurrentRealm(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if len(resp.Kvs) == 0 {
-		return "", newError(GenerationMismatch, "realm", "", "", "realm key is missing", nil)
+		return "", store.NewError(GenerationMismatch, "realm", "", "", "realm key is missing", nil)
 	}
 	return string(resp.Kvs[0].Value), nil
 }
@@ -245,13 +237,13 @@ func (c *Coordinator) RotateRealm(ctx context.Context) (string, error) {
 	// origin instead (realm show then says none is recorded).
 	then := []clientv3.Op{clientv3.OpPut(c.keys.Realm(), fresh)}
 	if origin, oerr := c.origin(ctx, "realm rotate", fresh); oerr == nil {
-		then = append(then, clientv3.OpPut(c.keys.origin(), origin))
+		then = append(then, clientv3.OpPut(c.keys.Origin(), origin))
 	} else {
-		then = append(then, clientv3.OpDelete(c.keys.origin()))
+		then = append(then, clientv3.OpDelete(c.keys.Origin()))
 		c.lg.Warn("realm origin not recorded: a restore will not be detected until the next rotation",
 			zap.String("realm", fresh), zap.String("disposition", string(DispositionOf(oerr))), zap.Error(oerr))
 	}
-	resp, err := c.txn(ctx, core.TxnRequest{Op: "realm rotate", Then: then})
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "realm rotate", Then: then})
 	if err != nil {
 		return "", err
 	}
@@ -265,7 +257,3 @@ func (c *Coordinator) adoptRealm(r string, rev int64) {
 	defer c.mu.Unlock()
 	c.realm, c.realmRev = r, rev
 }
-
-// lent is embedded in Coordinator under this unexported name, so that its
-// fields and method stay out of the public API.
-type lent = core.Lent[Grant, *Session]

@@ -7,7 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Release deletes g's owner key if, and only if, g is still the current
@@ -24,13 +24,13 @@ func (c *Coordinator) release(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
 		return Invalid("release", "%v", err)
 	}
-	resp, err := c.txn(ctx, core.TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
-		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.guardReads(g)})
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
+		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.s.GuardReads(g)})
 	if err != nil {
 		return err
 	}
 	if !resp.Succeeded {
-		return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))
+		return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))
 	}
 	logGrant(c.lg, zap.InfoLevel, "released", g, false)
 	return nil
@@ -47,7 +47,7 @@ func (s *Session) ReleaseTask(ctx context.Context, tenant, task string) error {
 		return Invalid("release", "%v", err)
 	}
 	owner := s.c.keys.Owner(tenant, task)
-	resp, err := s.c.txn(ctx, core.TxnRequest{Op: "release", Tenant: tenant, Task: task,
+	resp, err := s.c.s.Txn(ctx, store.TxnRequest{Op: "release", Tenant: tenant, Task: task,
 		If: []clientv3.Cmp{
 			clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),
 			clientv3.Compare(clientv3.Value(owner), "=", s.owner),
@@ -59,13 +59,13 @@ func (s *Session) ReleaseTask(ctx context.Context, tenant, task string) error {
 		return err
 	}
 	if !resp.Succeeded {
-		held := firstKV(resp.Responses[0])
+		held := store.FirstKV(resp.Responses[0])
 		if held == nil {
-			return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key for this task", nil)
+			return store.NewError(ExpiredOwner, "release", tenant, task, "the session holds no owner key for this task", nil)
 		}
-		e := newError(StaleOwner, "release", tenant, task,
+		e := store.NewError(StaleOwner, "release", tenant, task,
 			fmt.Sprintf("the owner key is %q on lease %s, not this session's", held.Value, FormatLeaseID(held.Lease)), nil)
-		e.Holder = holderOf(tenant, task, nil, held)
+		e.Holder = store.HolderOf(tenant, task, nil, held)
 		return e
 	}
 	s.lg.Info("released", zap.String("tenant", tenant), zap.String("task", task))

@@ -5,6 +5,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Renew keeps g's lease alive once, if g is still the current grant. It
@@ -23,8 +25,8 @@ func (c *Coordinator) renew(ctx context.Context, g Grant) error {
 	if err := c.current(ctx, "renew", g); err != nil {
 		return err
 	}
-	r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}
-	err := c.do(ctx, r, func(ctx context.Context) error {
+	r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}
+	err := c.s.Do(ctx, r, func(ctx context.Context) error {
 		_, err := c.client.KeepAliveOnce(ctx, clientv3.LeaseID(g.Lease))
 		return err
 	})

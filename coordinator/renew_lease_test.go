@@ -9,7 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -28,7 +28,7 @@ func TestRenewLeaseCountsFromTheSend(t *testing.T) {
 	s := lgtest.Session(t, c, "worker", 10*time.Second, coordinator.WithoutKeepAlive())
 	const delay = 150 * time.Millisecond
 	cp.Delay(delay) // both ways: a round trip takes at least 2*delay
-	ttl, sent, err := core.RenewLease(c, lgtest.Ctx(t), s.Lease())
+	ttl, sent, err := store.Of(c).RenewLease(lgtest.Ctx(t), s.Lease())
 	answered := time.Now()
 	cp.Heal()
 	if err != nil || ttl <= 0 {
@@ -55,7 +55,7 @@ func TestRenewLeaseWithItsAnswerLostIsOutcomeUnknown(t *testing.T) {
 	lost.armed.Store(true)
 	short, cancel := context.WithTimeout(lgtest.Ctx(t), 2*time.Second)
 	defer cancel()
-	_, _, err = core.RenewLease(c, short, s.Lease())
+	_, _, err = store.Of(c).RenewLease(short, s.Lease())
 	lgtest.Want(t, err, coordinator.OutcomeUnknown)
 }
 
@@ -75,7 +75,7 @@ func TestRenewLeaseOfAGoneLeaseIsExpiredOwner(t *testing.T) {
 	if _, err := c.Client().Revoke(ctx, resp.ID); err != nil {
 		t.Fatal(err)
 	}
-	ttl, _, err := core.RenewLease(c, ctx, int64(resp.ID))
+	ttl, _, err := store.Of(c).RenewLease(ctx, int64(resp.ID))
 	lgtest.Want(t, err, coordinator.ExpiredOwner)
 	if ttl != 0 {
 		t.Fatalf("RenewLease of a revoked lease: ttl %v, want 0", ttl)
@@ -90,7 +90,7 @@ func TestAttachKeepsTheGivenDeadline(t *testing.T) {
 	c := lgtest.CoordinatorOf(t, cl.Client(t))
 	s := lgtest.Session(t, c, "worker", 10*time.Second, coordinator.WithoutKeepAlive())
 	d := time.Now().Add(2 * time.Second)
-	a, err := core.Attach(c, "worker", s.Lease(), 10*time.Second, d)
+	a, err := c.Attach("worker", s.Lease(), 10*time.Second, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Origin records, beside the realm, where it was minted: the etcd cluster
@@ -69,7 +69,7 @@ func (c *Coordinator) clusterStatus(ctx context.Context, op string, largest bool
 	for _, ep := range c.client.Endpoints() {
 		var st *clientv3.StatusResponse
 		sctx, cancel := context.WithTimeout(ctx, statusTimeout) // a member that does not answer must not use up the call
-		err := c.do(sctx, request{op: op}, func(ctx context.Context) (err error) {
+		err := c.s.Do(sctx, store.Request{Op: op}, func(ctx context.Context) (err error) {
 			st, err = c.client.Status(ctx, ep)
 			return err
 		})
@@ -80,7 +80,7 @@ func (c *Coordinator) clusterStatus(ctx context.Context, op string, largest bool
 		}
 		o := Origin{ClusterID: fmt.Sprintf("%x", st.Header.ClusterId), Revision: st.Header.Revision, RaftIndex: st.RaftAppliedIndex}
 		if answered && o.ClusterID != best.ClusterID {
-			return Origin{}, newError(AuthorityUnavailable, op, "", "", fmt.Sprintf("the endpoints answer for two clusters, %s and %s", best.ClusterID, o.ClusterID), nil)
+			return Origin{}, store.NewError(AuthorityUnavailable, op, "", "", fmt.Sprintf("the endpoints answer for two clusters, %s and %s", best.ClusterID, o.ClusterID), nil)
 		}
 		if !answered || (largest && o.distance() > best.distance()) || (!largest && o.distance() < best.distance()) {
 			best = o
@@ -110,9 +110,9 @@ func (c *Coordinator) origin(ctx context.Context, op, realm string) (string, err
 func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64) {
 	value, err := c.origin(ctx, "new", realm)
 	if err == nil {
-		_, err = c.txn(ctx, core.TxnRequest{Op: "new",
+		_, err = c.s.Txn(ctx, store.TxnRequest{Op: "new",
 			If:   []clientv3.Cmp{clientv3.Compare(clientv3.Value(c.keys.Realm()), "=", realm), clientv3.Compare(clientv3.ModRevision(c.keys.Realm()), "=", rev)},
-			Then: []clientv3.Op{clientv3.OpPut(c.keys.origin(), value)}})
+			Then: []clientv3.Op{clientv3.OpPut(c.keys.Origin(), value)}})
 	}
 	if err != nil {
 		c.lg.Warn("realm origin not recorded: a restore will not be detected until the realm is rotated",
@@ -123,14 +123,14 @@ func (c *Coordinator) recordOrigin(ctx context.Context, realm string, rev int64)
 // CheckOrigin reads the realm and its origin and compares them with the
 // cluster answering now. It writes nothing.
 func (c *Coordinator) CheckOrigin(ctx context.Context) (OriginCheck, error) {
-	resp, err := c.txn(ctx, core.TxnRequest{Op: "realm", ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(c.keys.Realm()), clientv3.OpGet(c.keys.origin())}})
+	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "realm", ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(c.keys.Realm()), clientv3.OpGet(c.keys.Origin())}})
 	if err != nil {
 		return OriginCheck{}, err
 	}
-	realm, originKV := firstKV(resp.Responses[0]), firstKV(resp.Responses[1])
+	realm, originKV := store.FirstKV(resp.Responses[0]), store.FirstKV(resp.Responses[1])
 	if realm == nil {
-		return OriginCheck{}, newError(NoKeyspace, "realm", "", "", "no realm key at "+c.keys.Realm(), nil)
+		return OriginCheck{}, store.NewError(NoKeyspace, "realm", "", "", "no realm key at "+c.keys.Realm(), nil)
 	}
 	now, err := c.clusterStatus(ctx, "realm", false)
 	if err != nil {

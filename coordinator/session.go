@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Why a session stopped, as Session.Err reports it.
@@ -70,7 +72,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	}
 	sent := time.Now()
 	var resp *clientv3.LeaseGrantResponse
-	err := c.do(ctx, request{op: "session", mutating: true}, func(ctx context.Context) (err error) {
+	err := c.s.Do(ctx, store.Request{Op: "session", Mutating: true}, func(ctx context.Context) (err error) {
 		resp, err = c.client.Grant(ctx, int64(ttl/time.Second))
 		return err
 	})
@@ -124,7 +126,7 @@ func CheckTTL(ttl time.Duration) error {
 
 // revoke revokes a lease: etcd deletes every key attached to it.
 func (c *Coordinator) revoke(ctx context.Context, op string, lease int64) error {
-	return c.do(ctx, request{op: op, mutating: true}, func(ctx context.Context) error {
+	return c.s.Do(ctx, store.Request{Op: op, Mutating: true}, func(ctx context.Context) error {
 		_, err := c.client.Revoke(ctx, clientv3.LeaseID(lease))
 		return err
 	})
@@ -190,10 +192,10 @@ func (s *Session) Close(ctx context.Context) error {
 // usable refuses an action of a session that can no longer act.
 func (s *Session) usable(op, tenant, task string) error {
 	if err := s.cause(); err != nil {
-		return newError(ExpiredOwner, op, tenant, task, "the session can no longer act", err)
+		return store.NewError(ExpiredOwner, op, tenant, task, "the session can no longer act", err)
 	}
 	if time.Now().After(s.Deadline()) {
-		return newError(ExpiredOwner, op, tenant, task, "the session is past its local deadline", ErrSessionDeadline)
+		return store.NewError(ExpiredOwner, op, tenant, task, "the session is past its local deadline", ErrSessionDeadline)
 	}
 	return nil
 }

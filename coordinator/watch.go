@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // EventType says what an OwnershipEvent reports.
@@ -275,9 +277,9 @@ func (c *Coordinator) eventOwnership(ev *clientv3.Event) (Ownership, bool) {
 	}
 	var o *Ownership
 	if ev.Type == mvccpb.DELETE {
-		o = holderOf(tenant, task, nil, ev.PrevKv)
+		o = store.HolderOf(tenant, task, nil, ev.PrevKv)
 	} else {
-		o = holderOf(tenant, task, ev.Kv, ev.Kv) // a claim writes fence and owner at one revision
+		o = store.HolderOf(tenant, task, ev.Kv, ev.Kv) // a claim writes fence and owner at one revision
 	}
 	o.Revision = ev.Kv.ModRevision
 	return *o, true
@@ -296,7 +298,7 @@ func (c *Coordinator) listOwners(ctx context.Context, tenant string) (map[string
 		if !ok {
 			continue
 		}
-		o := holderOf(t, task, kv, kv)
+		o := store.HolderOf(t, task, kv, kv)
 		o.Revision = rev
 		if markStale(o, realm); o.Stale {
 			continue

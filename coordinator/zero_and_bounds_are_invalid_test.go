@@ -9,7 +9,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -55,7 +55,7 @@ func TestTxnLimitsCountWhatEtcdCounts(t *testing.T) {
 	c := lgtest.Coordinator(t, cl, coordinator.WithMaxRequestBytes(4096))
 	ctx := lgtest.Ctx(t)
 	t.Run("put of a ranged delete's end key", func(t *testing.T) {
-		_, err := core.Txn(c, ctx, core.TxnRequest{Op: "test", Then: []clientv3.Op{
+		_, err := store.Of(c).Txn(ctx, store.TxnRequest{Op: "test", Then: []clientv3.Op{
 			clientv3.OpDelete("/app/a", clientv3.WithRange("/app/b")),
 			clientv3.OpPut("/app/b", "kept"),
 		}})
@@ -68,7 +68,7 @@ func TestTxnLimitsCountWhatEtcdCounts(t *testing.T) {
 	})
 	t.Run("an Else over the size limit", func(t *testing.T) {
 		lgtest.RefusedWritingNothing(t, c.Client(), "/", coordinator.InvalidInput, func() error {
-			_, err := core.Txn(c, ctx, core.TxnRequest{Op: "test",
+			_, err := store.Of(c).Txn(ctx, store.TxnRequest{Op: "test",
 				If:   []clientv3.Cmp{clientv3.Compare(clientv3.Version("/app/x"), "=", 0)},
 				Then: []clientv3.Op{clientv3.OpPut("/app/x", "v")},
 				Else: []clientv3.Op{clientv3.OpGet("/app/" + strings.Repeat("k", 5000))}})

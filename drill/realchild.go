@@ -16,7 +16,7 @@ import (
 	"github.com/leasegate/leasegate/adapters/dnsupdate"
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
@@ -183,7 +183,7 @@ func newWorkerWorld(ctx context.Context, sp workerSpec, link *workerLink) (*real
 	}
 	client, err := clientv3.New(cfg)
 	if err != nil { // it logs in: unauthenticated when etcd refused the credentials
-		return nil, core.DialError("drill worker", sp.Endpoints, err)
+		return nil, store.DialError("drill worker", sp.Endpoints, err)
 	}
 	// Bounded as one request: a worker that cannot reach etcd (a TLS or
 	// login it lacks) fails now, not at the trial's limit.

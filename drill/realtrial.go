@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -664,7 +664,7 @@ func (wk *realWorker) openSession() error {
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(wk.w.ctx), realLeaseTTL/2)
-			_, _, _ = core.RenewLease(wk.w.run.coord, ctx, lease)
+			_, _, _ = store.Of(wk.w.run.coord).RenewLease(ctx, lease)
 			cancel()
 		}
 	}(wk.hbStop, wk.hbDone, s.Lease())

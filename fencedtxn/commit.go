@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
 	"github.com/leasegate/leasegate/internal/digest"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // DefaultMaxValueBytes is the largest Intent.Value Commit accepts unless
@@ -105,7 +105,7 @@ func Commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		if err != nil {
 			d = coordinator.DispositionOf(err)
 		}
-		core.Outcome(c, "commit", d)
+		store.Of(c).Metrics().Count("commit", d)
 	}
 	return r, err
 }
@@ -130,21 +130,21 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
 	}
 	req, receipt, digest := prepare(c, g, in, o.ops)
-	resp, err := core.Txn(c, ctx, req)
+	resp, err := store.Of(c).Txn(ctx, req)
 	if err != nil {
 		return Receipt{}, err
 	}
 	r, err := commitAnswer(c, g, in, receipt, digest, resp)
 	// A refusal by the guard names the holder; one more read fills in its
 	// TTL and the state version the Txn could not show.
-	return r, core.DescribeHolder(c, ctx, err)
+	return r, store.Of(c).DescribeHolder(ctx, err)
 }
 
 // commitAnswer reads the commit's answer: the receipt when it applied, else the
 // Else reads in DESIGN.md's order — the guard's refusals, then
 // historical_retry or operation_conflict, then version_conflict.
 func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, receipt Receipt, digest string, resp *clientv3.TxnResponse) (Receipt, error) {
-	lg := core.Logger(c)
+	lg := store.Of(c).Logger()
 	// Log fields are built only when the level is on: the commit path
 	// allocates nothing for a logger that would drop them.
 	log := func(msg string, extra zap.Field) {
@@ -158,12 +158,12 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 		log("committed", zap.Int64("version", receipt.CommittedVersion))
 		return receipt, nil
 	}
-	if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {
+	if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil {
 		log("commit refused", zap.String("disposition", string(coordinator.DispositionOf(err))))
 		return Receipt{}, err
 	}
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
-		var rec core.OpRecord
+		var rec store.OpRecord
 		if err := json.Unmarshal(opKV[0].Value, &rec); err != nil {
 			return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
 				Detail: fmt.Sprintf("operation record %s is unreadable", opKV[0].Key), Err: err}
@@ -192,23 +192,23 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 
 // prepare builds the commit's Txn: the receipt it stores, the operation
 // record and the state, and the compares and reads around them.
-func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []clientv3.Op) (core.TxnRequest, Receipt, string) {
+func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []clientv3.Op) (store.TxnRequest, Receipt, string) {
 	k := c.Keys()
 	stateKey, opKey := k.State(in.Tenant, in.Task), k.Op(in.Tenant, in.Task, in.Operation)
 	digest := Digest(in)
 	receipt := Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
 		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
 	opValue := encodeOpRecord(digest, receipt, g.Epoch, g.Owner)
-	stateValue := encodeState(core.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
+	stateValue := encodeState(store.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value,
 		Operation: in.Operation, Epoch: g.Epoch})
 
-	cmps, els := core.Guarded(c, g, 2)
+	cmps, els := store.Of(c).Guarded(g, 2)
 	cmps = append(cmps,
 		clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
 		clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion))
 	then := append([]clientv3.Op{clientv3.OpPut(stateKey, string(stateValue)), clientv3.OpPut(opKey, string(opValue))}, ops...)
 	els = append(els, clientv3.OpGet(opKey), clientv3.OpGet(stateKey))
-	return core.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
+	return store.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task, If: cmps, Then: then, Else: els}, receipt, digest
 }
 
 func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o commitOptions) error {

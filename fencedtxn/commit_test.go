@@ -14,7 +14,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -63,7 +63,7 @@ func TestCommitBinaryValueAndCallerOps(t *testing.T) {
 	if err != nil || len(st.Kvs) != 1 {
 		t.Fatal(err)
 	}
-	var rec core.StateRecord
+	var rec store.StateRecord
 	err = json.Unmarshal(st.Kvs[0].Value, &rec)
 	lgtest.Holds(t, fmt.Sprintf("state record %+v %v", rec, err), lgtest.Is("it decodes", err == nil),
 		lgtest.Is("the committed value", string(rec.Value) == value), lgtest.Is("version 1", rec.Version == 1),
@@ -88,12 +88,12 @@ func TestGuardFencesCallersTxn(t *testing.T) {
 		resp, err := c.Client().Txn(ctx).
 			If(append(c.Guard(g), extra...)...).
 			Then(clientv3.OpPut("/app/value", g.Owner)).
-			Else(core.GuardReads(c, g)...).
+			Else(store.Of(c).GuardReads(g)...).
 			Commit()
 		if err != nil || resp.Succeeded {
 			return err
 		}
-		return core.CheckGuard(c, "guard", g, resp.Responses)
+		return store.Of(c).CheckGuard("guard", g, resp.Responses)
 	}
 	if err := put(g); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The records a commit stores, encoded without reflection. The bytes are
@@ -74,8 +74,8 @@ func encodeOpRecord(digest string, r Receipt, epoch int64, owner string) []byte 
 	return append(b, '}')
 }
 
-// encodeState is encoding/json's encoding of a core.StateRecord.
-func encodeState(st core.StateRecord) []byte {
+// encodeState is encoding/json's encoding of a store.StateRecord.
+func encodeState(st store.StateRecord) []byte {
 	b := make([]byte, 0, 96+base64.StdEncoding.EncodedLen(len(st.Value)))
 	b = appendInt(b, `{"version":`, st.Version)
 	if st.Value == nil {

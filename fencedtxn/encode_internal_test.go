@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The hand-written encodings must be byte for byte encoding/json's: stored
@@ -20,14 +20,14 @@ func checkEncodings(t *testing.T, label string, value []byte, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := json.Marshal(core.OpRecord{PayloadDigest: label, Receipt: stored, Epoch: n, Owner: label})
+	want, err := json.Marshal(store.OpRecord{PayloadDigest: label, Receipt: stored, Epoch: n, Owner: label})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := encodeOpRecord(label, r, n, label); !bytes.Equal(got, want) {
 		t.Fatalf("op record of %q:\n got %s\nwant %s", label, got, want)
 	}
-	st := core.StateRecord{Version: n, Value: value, Operation: label, Epoch: -n}
+	st := store.StateRecord{Version: n, Value: value, Operation: label, Epoch: -n}
 	if want, _ = json.Marshal(st); !bytes.Equal(encodeState(st), want) {
 		t.Fatalf("state of %q %q:\n got %s\nwant %s", label, value, encodeState(st), want)
 	}

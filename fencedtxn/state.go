@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // State is a task's protected state as its last commit left it.
@@ -36,7 +36,7 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 	if err := coordinator.CheckTask(tenant, task); err != nil {
 		return State{}, coordinator.Invalid("get", "%v", err)
 	}
-	resp, err := core.Txn(c, ctx, core.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
+	resp, err := store.Of(c).Txn(ctx, store.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(c.Keys().State(tenant, task))}})
 	if err != nil {
 		return State{}, err
@@ -47,7 +47,7 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 		return st, nil
 	}
 	st.Revision = kvs[0].ModRevision
-	var rec core.StateRecord
+	var rec store.StateRecord
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
 		// Written by other means than Commit: the one answer for stored
 		// data that cannot be decoded.

@@ -18,7 +18,7 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -44,7 +44,7 @@ func authorized(t *testing.T, w *world, r *replica, task, operation string) coor
 func waitRecord(t *testing.T, w *world, c *coordinator.Coordinator, task, operation string, want ...ledger.State) ledger.Record {
 	t.Helper()
 	ctx := lgtest.Ctx(t)
-	key := core.KeysOf(c).Effect(tenant, task, operation)
+	key := store.Of(c).Keys().Effect(tenant, task, operation)
 	for {
 		resp, err := w.etcd.Get(ctx, key)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -50,7 +50,7 @@ func (w workers) OpenSession(ctx context.Context, req *leasegatev1.OpenSessionRe
 	if err != nil {
 		return nil, ConnectError(err)
 	}
-	core.Detach(w.s.c, sess) // its renewals are the worker's, through any replica
+	sess.Detach() // its renewals are the worker's, through any replica
 	deadline := sess.Deadline()
 	c := sessionClaims{Owner: owner, Lease: sess.Lease(), TTL: int64(ttl / time.Second)}
 	r := w.s.renewal(c, ttl, deadline.Add(marginOf(ttl)-ttl))
@@ -66,7 +66,7 @@ func (s *Server) renew(ctx context.Context, token string) (*leasegatev1.Renewal,
 	if err != nil {
 		return nil, err
 	}
-	ttl, sent, err := core.RenewLease(s.c, ctx, c.Lease)
+	ttl, sent, err := store.Of(s.c).RenewLease(ctx, c.Lease)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (w workers) Claim(ctx context.Context, req *leasegatev1.ClaimRequest) (*lea
 	if err := tenantAllowed(ctx, op, req.GetTenant(), req.GetTask()); err != nil {
 		return nil, ConnectError(err)
 	}
-	sess, err := core.Attach(w.s.c, c.Owner, c.Lease, c.ttl(), c.deadline())
+	sess, err := w.s.c.Attach(c.Owner, c.Lease, c.ttl(), c.deadline())
 	if err != nil {
 		return nil, ConnectError(err)
 	}

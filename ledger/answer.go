@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // A provider's answer in hand is never dropped. When a dispatch's outcome
@@ -49,7 +49,7 @@ func (l *Ledger) keepAnswer(ctx context.Context, g coordinator.Grant, claimed Re
 		if err != nil {
 			return rec, err
 		}
-		resp, err := core.Txn(l.c, rctx, core.TxnRequest{Op: string(StepAnswer), Tenant: g.Tenant, Task: g.Task,
+		resp, err := store.Of(l.c).Txn(rctx, store.TxnRequest{Op: string(StepAnswer), Tenant: g.Tenant, Task: g.Task,
 			If:   []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)},
 			Then: then, Else: []clientv3.Op{clientv3.OpGet(key)}})
 		if err != nil {

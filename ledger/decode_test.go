@@ -8,7 +8,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -20,7 +20,7 @@ func TestUndecodableStoredDataIsCorruptRecord(t *testing.T) {
 	e := newEnv(t)
 	e.authorized(e.g, "journal", promote("db-b"))
 	k := e.c.Keys()
-	lk := core.KeysOf(e.c)
+	lk := store.Of(e.c).Keys()
 	if _, err := e.c.Client().Put(e.ctx, lk.Effect(tenant, task, "record"), "{not json"); err != nil {
 		t.Fatal(err)
 	}

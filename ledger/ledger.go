@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Ledger keeps the records of external effects of the tasks of one
@@ -89,7 +89,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 		l.adapters[a.Kind()] = a
 	}
 	if o.logger == nil {
-		o.logger = core.Logger(c)
+		o.logger = store.Of(c).Logger()
 	}
 	l.lg = o.logger.Named("ledger")
 	if o.registerer != nil {

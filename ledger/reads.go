@@ -7,7 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Record reads one operation's record and its journal, in transition order,
@@ -20,10 +20,10 @@ func (l *Ledger) Record(ctx context.Context, tenant, task, operation string) (Re
 	if err := coordinator.CheckLabel("operation", operation); err != nil {
 		return Record{}, nil, coordinator.Invalid(op, "%v", err)
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{
-			clientv3.OpGet(core.KeysOf(l.c).Effect(tenant, task, operation)),
-			clientv3.OpGet(core.KeysOf(l.c).JournalOperationPrefix(tenant, task, operation), clientv3.WithPrefix(),
+			clientv3.OpGet(store.Of(l.c).Keys().Effect(tenant, task, operation)),
+			clientv3.OpGet(store.Of(l.c).Keys().JournalOperationPrefix(tenant, task, operation), clientv3.WithPrefix(),
 				clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)),
 		}})
 	if err != nil {
@@ -44,8 +44,8 @@ func (l *Ledger) Journal(ctx context.Context, tenant, task string) ([]Transition
 	if err := coordinator.CheckTask(tenant, task); err != nil {
 		return nil, coordinator.Invalid(op, "%v", err)
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).JournalPrefix(tenant, task), clientv3.WithPrefix(),
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().JournalPrefix(tenant, task), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))}})
 	if err != nil {
 		return nil, err
@@ -57,26 +57,26 @@ func (l *Ledger) Journal(ctx context.Context, tenant, task string) ([]Transition
 // ""), or of every tenant (both ""), optionally only those in state.
 func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]Record, error) {
 	const op = "ops list"
-	k := l.c.Keys()
-	prefix := k.TaskPrefix(coordinator.KindEffects, "")
+	k := store.Of(l.c).Keys()
+	prefix := k.TaskPrefix(store.KindEffects, "")
 	switch {
 	case task != "":
 		if err := coordinator.CheckTask(tenant, task); err != nil {
 			return nil, coordinator.Invalid(op, "%v", err)
 		}
-		prefix = core.KeysOf(l.c).EffectPrefix(tenant, task)
+		prefix = k.EffectPrefix(tenant, task)
 	case tenant != "":
 		if err := coordinator.CheckLabel("tenant", tenant); err != nil {
 			return nil, coordinator.Invalid(op, "%v", err)
 		}
-		prefix = k.TaskPrefix(coordinator.KindEffects, tenant)
+		prefix = k.TaskPrefix(store.KindEffects, tenant)
 	}
 	if state != "" {
 		if _, err := ParseState(string(state)); err != nil {
 			return nil, coordinator.Invalid(op, "%v", err)
 		}
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(prefix, clientv3.WithPrefix())}})
 	if err != nil {
 		return nil, err
@@ -103,8 +103,8 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 
 // read is a linearizable read of one record of g's task (State "" if none).
 func (l *Ledger) read(ctx context.Context, op string, g coordinator.Grant, operation string) (Record, error) {
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).Effect(g.Tenant, g.Task, operation))}})
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().Effect(g.Tenant, g.Task, operation))}})
 	if err != nil {
 		return Record{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Reconcile is what a new owner of a task runs on taking over: every
@@ -223,8 +223,8 @@ func (l *Ledger) firstDispatch(ctx context.Context, g coordinator.Grant, rec Rec
 	if rec.Attempts <= 1 {
 		return rec.DispatchedAt, nil
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: "reconcile", Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).JournalOperationPrefix(g.Tenant, g.Task, rec.Operation), clientv3.WithPrefix(),
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: "reconcile", Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().JournalOperationPrefix(g.Tenant, g.Task, rec.Operation), clientv3.WithPrefix(),
 			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))}})
 	if err != nil {
 		return time.Time{}, err
@@ -247,8 +247,8 @@ func (l *Ledger) currentList(ctx context.Context, op string, g coordinator.Grant
 	if err := l.c.Current(ctx, g); err != nil {
 		return nil, err
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())}})
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().EffectPrefix(g.Tenant, g.Task), clientv3.WithPrefix())}})
 	if err != nil {
 		return nil, err
 	}

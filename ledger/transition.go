@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Step names the Ledger call that makes a transition: the table says not
@@ -128,21 +128,21 @@ type change struct {
 // table's check, the new record and its journal entry (encode), and the
 // compares — the grant's Guard and the record's ModRevision (CreateRevision
 // 0 to create).
-func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (core.TxnRequest, Record, error) {
+func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (store.TxnRequest, Record, error) {
 	op := string(ch.by)
 	if !Allowed(rec.State, ch.to, ch.by) {
-		return core.TxnRequest{}, rec, l.illegal(op, g, rec, ch.to, "")
+		return store.TxnRequest{}, rec, l.illegal(op, g, rec, ch.to, "")
 	}
 	key, then, next, err := l.encode(g, rec, ch)
 	if err != nil {
-		return core.TxnRequest{}, rec, err
+		return store.TxnRequest{}, rec, err
 	}
 	recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)
 	if rec.State == "" {
 		recCmp = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	}
-	cmps, reads := core.Guarded(l.c, g, 1)
-	return core.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
+	cmps, reads := store.Of(l.c).Guarded(g, 1)
+	return store.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task,
 		If:   append(cmps, recCmp),
 		Then: then,
 		Else: append(reads, clientv3.OpGet(key))}, next, nil
@@ -153,7 +153,7 @@ func (l *Ledger) build(g coordinator.Grant, rec Record, ch change) (core.TxnRequ
 // its journal entry, and the new record.
 func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []clientv3.Op, Record, error) {
 	op := string(ch.by)
-	key := core.KeysOf(l.c).Effect(g.Tenant, g.Task, rec.Operation)
+	key := store.Of(l.c).Keys().Effect(g.Tenant, g.Task, rec.Operation)
 	next := rec
 	next.State = ch.to
 	next.Seq = rec.Seq + 1
@@ -179,7 +179,7 @@ func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []c
 	}
 	return key, []clientv3.Op{
 		clientv3.OpPut(key, string(recValue)),
-		clientv3.OpPut(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
+		clientv3.OpPut(store.Of(l.c).Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),
 	}, next, nil
 }
 
@@ -203,12 +203,12 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 	if err != nil {
 		return rec, err
 	}
-	resp, err := core.Txn(l.c, ctx, req)
+	resp, err := store.Of(l.c).Txn(ctx, req)
 	if err != nil {
 		return rec, err
 	}
 	if !resp.Succeeded {
-		if err := core.CheckGuard(l.c, op, g, resp.Responses[:3]); err != nil {
+		if err := store.Of(l.c).CheckGuard(op, g, resp.Responses[:3]); err != nil {
 			l.lg.Info("transition refused", l.fields(g, rec.Operation, zap.String("from", string(rec.State)),
 				zap.String("to", string(ch.to)), zap.String("disposition", string(coordinator.DispositionOf(err))))...)
 			return rec, err
@@ -259,8 +259,8 @@ func (l *Ledger) applyOnce(ctx context.Context, g coordinator.Grant, rec Record,
 	if rec.State != ch.to || rec.Seq == 0 {
 		return l.transition(ctx, g, rec, ch)
 	}
-	resp, err := core.Txn(l.c, ctx, core.TxnRequest{Op: string(ch.by), Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
-		Then: []clientv3.Op{clientv3.OpGet(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq))}})
+	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: string(ch.by), Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
+		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq))}})
 	if err != nil {
 		return rec, err
 	}

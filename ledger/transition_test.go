@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -84,7 +84,7 @@ func TestTransitionTableOverAllStatePairs(t *testing.T) {
 			return rec
 		}
 		v, _ := json.Marshal(rec)
-		resp, err := e.c.Client().Put(e.ctx, core.KeysOf(e.c).Effect(tenant, task, op), string(v))
+		resp, err := e.c.Client().Put(e.ctx, store.Of(e.c).Keys().Effect(tenant, task, op), string(v))
 		if err != nil {
 			t.Fatal(err)
 		}

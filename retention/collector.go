@@ -15,7 +15,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -127,7 +127,7 @@ func WithLogger(lg *zap.Logger) Option {
 type Collector struct {
 	c      *coordinator.Coordinator
 	keys   coordinator.Keyspace
-	lk     core.Keys // the ledger's and retention's keys
+	lk     store.Keys // the ledger's and retention's keys
 	window time.Duration
 	now    func() time.Time
 	lg     *zap.Logger
@@ -138,13 +138,13 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Collector, error) {
 	if c == nil {
 		return nil, coordinator.Invalid("gc", "nil coordinator")
 	}
-	o := options{window: DefaultWindow, now: time.Now, lg: core.Logger(c)}
+	o := options{window: DefaultWindow, now: time.Now, lg: store.Of(c).Logger()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, coordinator.Invalid("gc", "%v", err)
 		}
 	}
-	return &Collector{c: c, keys: c.Keys(), lk: core.KeysOf(c), window: o.window, now: o.now, lg: o.lg.Named("retention")}, nil
+	return &Collector{c: c, keys: c.Keys(), lk: store.Of(c).Keys(), window: o.window, now: o.now, lg: o.lg.Named("retention")}, nil
 }
 
 // Window is the retention window.
@@ -171,14 +171,14 @@ func (g *Collector) Run(ctx context.Context) (Plan, Result, error) {
 func (g *Collector) Mark(ctx context.Context) error {
 	// Learn a revision first, then read the clock: everything below that
 	// revision was applied before the clock was read.
-	resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: "gc mark",
+	resp, err := store.Of(g.c).Txn(ctx, store.TxnRequest{Op: "gc mark",
 		Then: []clientv3.Op{clientv3.OpPut(g.lk.RetentionClock(), "")}})
 	if err != nil {
 		return err
 	}
 	rev := resp.Header.Revision
 	at := g.now().UTC()
-	_, err = core.Txn(g.c, ctx, core.TxnRequest{Op: "gc mark",
+	_, err = store.Of(g.c).Txn(ctx, store.TxnRequest{Op: "gc mark",
 		Then: []clientv3.Op{clientv3.OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))}})
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 		if !ok {
 			return
 		}
-		var rec core.OpRecord
+		var rec store.OpRecord
 		var rc fencedtxn.Receipt
 		if json.Unmarshal(kv.Value, &rec) != nil || json.Unmarshal(rec.Receipt, &rc) != nil || rc.CommittedVersion < 1 {
 			return // not a record Commit wrote: leave it to an operator
@@ -249,7 +249,7 @@ func (g *Collector) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	err = g.scan(ctx, "gc", g.keys.TaskPrefix(coordinator.KindEffects, ""), func(kv *mvccpb.KeyValue) {
+	err = g.scan(ctx, "gc", g.lk.TaskPrefix(store.KindEffects, ""), func(kv *mvccpb.KeyValue) {
 		if kv.ModRevision >= h {
 			return
 		}
@@ -407,7 +407,7 @@ func (g *Collector) delete(ctx context.Context, batch []Candidate) (bool, error)
 			dels = append(dels, clientv3.OpDelete(g.lk.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))
 		}
 	}
-	resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: "gc", If: cmps, Then: dels})
+	resp, err := store.Of(g.c).Txn(ctx, store.TxnRequest{Op: "gc", If: cmps, Then: dels})
 	if err != nil {
 		return false, err
 	}
@@ -428,7 +428,7 @@ func (g *Collector) scan(ctx context.Context, op, prefix string, f func(*mvccpb.
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
 	for {
-		resp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: op, ReadOnly: true,
+		resp, err := store.Of(g.c).Txn(ctx, store.TxnRequest{Op: op, ReadOnly: true,
 			Then: []clientv3.Op{clientv3.OpGet(from, clientv3.WithRange(end), clientv3.WithLimit(pageSize))}})
 		if err != nil {
 			return err

@@ -13,7 +13,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/retention"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
@@ -147,7 +147,7 @@ func TestRetention(t *testing.T) {
 		f.run(t)
 		f.clk.advance(2 * window)
 		f.run(t)
-		resp, err := f.cli.Get(lgtest.Ctx(t), core.KeysOf(f.c).RetentionMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := f.cli.Get(lgtest.Ctx(t), store.Of(f.c).Keys().RetentionMarks(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil || resp.Count > 2 {
 			t.Fatalf("%d marks after 5 runs (%v); want at most 2", resp.Count, err)
 		}
@@ -418,7 +418,7 @@ func TestMarksAndPlans(t *testing.T) {
 		for from := 1; from <= n; from += 100 {
 			var puts []clientv3.Op
 			for i := from; i < from+100 && i <= n; i++ {
-				puts = append(puts, clientv3.OpPut(core.KeysOf(f.c).RetentionMark(int64(i)), old))
+				puts = append(puts, clientv3.OpPut(store.Of(f.c).Keys().RetentionMark(int64(i)), old))
 			}
 			if _, err := f.cli.Txn(ctx).Then(puts...).Commit(); err != nil {
 				t.Fatal(err)
@@ -542,7 +542,7 @@ func TestMarkCandidateMustBeAMark(t *testing.T) {
 	cl := embedtest.NewCluster(t)
 	f := newFixture(t, cl)
 	k := f.c.Keys()
-	lk := core.KeysOf(f.c)
+	lk := store.Of(f.c).Keys()
 	sibling := lgtest.CoordinatorOf(t, f.cli, coordinator.WithPrefix(k.Prefix()+"0"))
 	g := lgtest.Claim(t, lgtest.Session(t, f.c, "worker", 30*time.Second), "t", "live")
 	sg := lgtest.Claim(t, lgtest.Session(t, sibling, "worker", 30*time.Second), "t", "live")
@@ -628,7 +628,7 @@ func TestRetentionLedger(t *testing.T) {
 	}
 	f.clk.advance(2 * window)
 	r := f.run(t)
-	k := core.KeysOf(f.c)
+	k := store.Of(f.c).Keys()
 	if !deleted(r, k.Effect("t", "effects", "done")) {
 		t.Fatalf("resolved record past the window not collected: %+v", r)
 	}

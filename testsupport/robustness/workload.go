@@ -16,7 +16,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // CommitFunc is the protected write a workload uses: fencedtxn.Commit, or a
@@ -39,9 +39,9 @@ func UnfencedCommit(ctx context.Context, c *coordinator.Coordinator, g coordinat
 	receipt := fencedtxn.Receipt{Disposition: coordinator.Committed, Tenant: in.Tenant, Task: in.Task, Operation: in.Operation,
 		CommittedVersion: in.ExpectedVersion + 1, Epoch: g.Epoch}
 	stored, _ := json.Marshal(receipt)
-	opValue, _ := json.Marshal(core.OpRecord{PayloadDigest: fencedtxn.Digest(in), Receipt: stored, Epoch: g.Epoch, Owner: g.Owner})
-	stateValue, _ := json.Marshal(core.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value, Operation: in.Operation, Epoch: g.Epoch})
-	resp, err := core.Txn(c, ctx, core.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task,
+	opValue, _ := json.Marshal(store.OpRecord{PayloadDigest: fencedtxn.Digest(in), Receipt: stored, Epoch: g.Epoch, Owner: g.Owner})
+	stateValue, _ := json.Marshal(store.StateRecord{Version: in.ExpectedVersion + 1, Value: in.Value, Operation: in.Operation, Epoch: g.Epoch})
+	resp, err := store.Of(c).Txn(ctx, store.TxnRequest{Op: "commit", Tenant: in.Tenant, Task: in.Task,
 		If: []clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
 			clientv3.Compare(clientv3.Version(stateKey), "=", in.ExpectedVersion),

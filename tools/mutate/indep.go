@@ -18,26 +18,28 @@ import "strings"
 func init() { mutations = append(mutations, indepMutations...) }
 
 const (
-	sessionGo   = "coordinator/session.go"
-	attachGo    = "coordinator/attach.go"
-	keepAliveGo = "coordinator/keepalive.go"
-	limitsGo    = "coordinator/limits.go"
-	realmGo     = "coordinator/realm.go"
-	keysGo      = "coordinator/keys.go"
-	metricsGo   = "coordinator/metrics.go"
-	dispGo      = "coordinator/disposition.go"
-	leasesGo    = "coordinator/leases.go"
-	restoreGo   = "coordinator/restore.go"
-	ownershipGo = "coordinator/ownership.go"
-	watchGo     = "coordinator/watch.go"
-	leaseIDGo   = "coordinator/leaseid.go"
-	encodeGo    = "fencedtxn/encode.go"
-	stateGo     = "fencedtxn/state.go"
-	recordGo    = "ledger/record.go"
-	intentGo    = "ledger/intent.go"
-	decodeGo    = "ledger/decode.go"
-	resolveGo   = "ledger/resolve.go"
-	readsGo     = "ledger/reads.go"
+	sessionGo        = "coordinator/session.go"
+	attachGo         = "coordinator/attach.go"
+	keepAliveGo      = "coordinator/keepalive.go"
+	limitsGo         = "internal/store/txn.go"
+	realmGo          = "coordinator/realm.go"
+	keysGo           = "internal/store/keys.go"
+	metricsGo        = "coordinator/metrics.go"
+	dispGo           = "internal/store/disposition.go"
+	leasesGo         = "coordinator/leases.go"
+	restoreGo        = "coordinator/restore.go"
+	ownershipGo      = "coordinator/ownership.go"
+	watchGo          = "coordinator/watch.go"
+	leaseIDGo        = "internal/store/leaseid.go"
+	storeLeaseGo     = "internal/store/lease.go"
+	storeOwnershipGo = "internal/store/ownership.go"
+	encodeGo         = "fencedtxn/encode.go"
+	stateGo          = "fencedtxn/state.go"
+	recordGo         = "ledger/record.go"
+	intentGo         = "ledger/intent.go"
+	decodeGo         = "ledger/decode.go"
+	resolveGo        = "ledger/resolve.go"
+	readsGo          = "ledger/reads.go"
 )
 
 // ind is one single-edit independent mutation, run against its package and
@@ -59,8 +61,8 @@ func indepTests(file string) []Run {
 		return []Run{txnPkg, gcPkg}
 	case strings.HasPrefix(file, "ledger/"):
 		return []Run{ledgerPkg, gcPkg}
-	case strings.HasPrefix(file, "internal/core/"):
-		return []Run{corePkg, coordPkg, txnPkg, ledgerPkg, gcPkg}
+	case strings.HasPrefix(file, "internal/store/"):
+		return []Run{storePkg, coordPkg, txnPkg, ledgerPkg, gcPkg}
 	case strings.HasPrefix(file, "internal/digest/"):
 		return []Run{{Pkg: "./internal/digest"}, txnPkg, ledgerPkg}
 	}
@@ -74,8 +76,8 @@ var indepMutations = []Mutation{
 	ind("claim/retried-same-lease-any-owner", claimGo, "an owner key on this session's lease is taken as this session's claim whatever its owner label",
 		`case held.Lease == int64(s.lease) && string(held.Value) == s.owner:`, `case held.Lease == int64(s.lease):`),
 	ind("claim/no-realm-no-keyspace", claimGo, "a claim on a wiped keyspace is no_keyspace instead of authority_generation_mismatch",
-		`return Grant{}, 0, newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`,
-		`return Grant{}, 0, newError(NoKeyspace, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`),
+		`return Grant{}, 0, store.NewError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`,
+		`return Grant{}, 0, store.NewError(NoKeyspace, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`),
 	ind("acquire/watch-from-now", claimGo, "Acquire trusts its watch from now: a release between the busy claim and the watch's start is missed",
 		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case got == nil:`),
 	ind("acquire/session-end-ignored", claimGo, "Acquire keeps waiting after its session ended",
@@ -85,38 +87,38 @@ var indepMutations = []Mutation{
 	ind("claim/stale-key-by-create-revision", claimGo, "the claim compares the owner key's create revision with the realm's: a key of the old realm overwritten by a claim stays claimable (two holders)",
 		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.CreateRevision(owner), "<", realmRev),`),
 
-	// ---- coordinator/fence.go
-	ind("guard/drop-realm", fenceGo, "Guard without Value(realm) == g.Realm",
+	// ---- internal/store/guard.go (Guard, CheckGuard) and coordinator/fence.go (Current)
+	ind("guard/drop-realm", storeGuardGo, "Guard without Value(realm) == g.Realm",
 		`clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),`, ``),
-	ind("guard/drop-fence", fenceGo, "Guard without ModRevision(fence) == g.Epoch",
+	ind("guard/drop-fence", storeGuardGo, "Guard without ModRevision(fence) == g.Epoch",
 		`clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),`, ``),
-	ind("guard/drop-owner-modrev", fenceGo, "Guard without ModRevision(owner) == g.Epoch",
+	ind("guard/drop-owner-modrev", storeGuardGo, "Guard without ModRevision(owner) == g.Epoch",
 		`clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),`, ``),
-	ind("guard/drop-owner-value", fenceGo, "Guard without Value(owner) == g.Owner",
+	ind("guard/drop-owner-value", storeGuardGo, "Guard without Value(owner) == g.Owner",
 		`clientv3.Compare(clientv3.Value(owner), "=", g.Owner),`, ``),
-	ind("guard/drop-lease", fenceGo, "Guard without LeaseValue(owner) == g.Lease",
+	ind("guard/drop-lease", storeGuardGo, "Guard without LeaseValue(owner) == g.Lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),`, ``),
-	ind("checkguard/no-fence-expired", fenceGo, "a task without a fence is classified expired_owner, not stale_owner",
+	ind("checkguard/no-fence-expired", storeGuardGo, "a task without a fence is classified expired_owner, not stale_owner",
 		`return refuse(StaleOwner, "the task has no fence: no grant`, `return refuse(ExpiredOwner, "the task has no fence: no grant`),
-	ind("checkguard/owner-gone-stale", fenceGo, "a grant whose owner key is gone is classified stale_owner, not expired_owner",
+	ind("checkguard/owner-gone-stale", storeGuardGo, "a grant whose owner key is gone is classified stale_owner, not expired_owner",
 		`return refuse(ExpiredOwner, "the owner key of epoch`, `return refuse(StaleOwner, "the owner key of epoch`),
-	ind("checkguard/owner-before-fence", fenceGo, "CheckGuard looks at the owner key before the fence: a superseded grant whose successor left reads as expired",
+	ind("checkguard/owner-before-fence", storeGuardGo, "CheckGuard looks at the owner key before the fence: a superseded grant whose successor left reads as expired",
 		"\tswitch {\n\tcase realm == nil:",
 		"\tif owner == nil && realm != nil && string(realm.Value) == g.Realm {\n\t\treturn refuse(ExpiredOwner, \"the owner key is gone\")\n\t}\n\tswitch {\n\tcase realm == nil:"),
-	ind("checkguard/realm-mismatch-stale", fenceGo, "a grant of another realm is classified stale_owner, not authority_generation_mismatch",
+	ind("checkguard/realm-mismatch-stale", storeGuardGo, "a grant of another realm is classified stale_owner, not authority_generation_mismatch",
 		`return refuse(GenerationMismatch, "grant realm %s, authority realm %s"`, `return refuse(StaleOwner, "grant realm %s, authority realm %s"`),
-	ind("checkguard/fence-owner-unchecked", fenceGo, "CheckGuard does not compare the fence record's owner with the grant's",
+	ind("checkguard/fence-owner-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's owner with the grant's",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`),
 	ind("current/not-validated", fenceGo, "Current sends a grant that is not a grant at all instead of refusing it as invalid_input",
 		"if err := g.Validate(); err != nil {\n\t\treturn Invalid(op, \"%v\", err)", "if err := g.Validate(); err != nil && false {\n\t\treturn Invalid(op, \"%v\", err)"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
-		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.guardReads(g)})"),
-	ind("checkguard/fence-older-unnamed", fenceGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
+		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})"),
+	ind("checkguard/fence-older-unnamed", storeGuardGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
 		"\tcase fence.ModRevision < g.Epoch:\n\t\treturn refuse(StaleOwner, \"the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant \"+\n\t\t\t\"(restored from a snapshot taken before it, or another cluster)\", fence.ModRevision, g.Epoch)\n", ""),
-	ind("checkguard/fence-lease-unchecked", fenceGo, "CheckGuard does not compare the fence record's lease with the grant's: an impostor of a released grant's epoch reads as expired",
+	ind("checkguard/fence-lease-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's lease with the grant's: an impostor of a released grant's epoch reads as expired",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Owner != g.Owner {`),
 
-	// ---- coordinator/grant.go
+	// ---- internal/store/grant.go
 	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
 		`if g.Epoch <= 0 {`, `if g.Epoch < 0 {`),
 	ind("grant/lease-zero-valid", grantGo, "a grant of lease 0 passes Validate",
@@ -130,12 +132,12 @@ var indepMutations = []Mutation{
 	ind("renew/not-checked", renewGo, "Renew keeps a stale grant's lease alive without checking the grant",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
 	ind("renew/not-mutating", renewGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
-		`r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
+		`r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
 	ind("release/realm-only-guard", releaseGo, "Release deletes the owner key under the realm compare only",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
 	ind("release/refusal-swallowed", releaseGo, "a refused Release reports success",
-		`return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `_ = c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`),
+		`return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`, `_ = c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 	ind("holder/epoch-create-revision", holderGo, "the holder's epoch is read from the owner key's CreateRevision, not its ModRevision",
@@ -143,13 +145,13 @@ var indepMutations = []Mutation{
 	ind("holder/ttl-zero", holderGo, "a holder whose TTL is unknown reads as 0 seconds left, not -1",
 		`o := &Ownership{Tenant: tenant, Task: task, TTLLeft: -1}`, `o := &Ownership{Tenant: tenant, Task: task, TTLLeft: 0}`),
 
-	// ---- coordinator/attach.go (the gateway's renewals and sessions; planted
+	// ---- coordinator/attach.go and internal/store/lease.go (the gateway's renewals and sessions; planted
 	// after the change, by a reader of the source only: all three survived
 	// the gateway's tests, and renew_lease_test.go kills them)
-	ind("attach/renewal-time-from-answer", attachGo, "RenewLease returns the answer's time as the send's, so a worker's deadline runs past etcd's expiry",
+	ind("attach/renewal-time-from-answer", storeLeaseGo, "RenewLease returns the answer's time as the send's, so a worker's deadline runs past etcd's expiry",
 		`return time.Duration(resp.TTL) * time.Second, sent, nil`, `return time.Duration(resp.TTL) * time.Second, time.Now(), nil`),
-	ind("attach/renew-not-mutating", attachGo, "RenewLease's lost answer is read as a hold, not outcome_unknown",
-		`request{op: "renew", mutating: true}`, `request{op: "renew", mutating: false}`),
+	ind("attach/renew-not-mutating", storeLeaseGo, "RenewLease's lost answer is read as a hold, not outcome_unknown",
+		`Request{Op: "renew", Mutating: true}`, `request{op: "renew", mutating: false}`),
 	ind("attach/fresh-deadline", attachGo, "Attach grants a fresh TTL from now instead of the renewal's deadline",
 		"\t\tdeadline: deadline,", "\t\tdeadline: time.Now().Add(ttl),"),
 	// (mutA's round, from the source only: the first two survived every
@@ -160,8 +162,8 @@ var indepMutations = []Mutation{
 	ind("attach/detach-stays-counted", attachGo, "Detach leaves the session in leasegate_sessions and the renewal age, for a lease this process no longer watches",
 		"\ts.c.metrics.sessionEnded(s, \"\")\n", ""),
 	// (a later round: judged equivalent, see its reason)
-	ind("attach/zero-ttl-renewed", attachGo, "RenewLease takes a keepalive answered with TTL 0 (a lease etcd does not know) for a renewal",
-		"\tif resp.TTL <= 0 {\n\t\treturn 0, sent, newError(ExpiredOwner", "\tif resp.TTL < 0 {\n\t\treturn 0, sent, newError(ExpiredOwner").
+	ind("attach/zero-ttl-renewed", storeLeaseGo, "RenewLease takes a keepalive answered with TTL 0 (a lease etcd does not know) for a renewal",
+		"\tif resp.TTL <= 0 {\n\t\treturn 0, sent, NewError(ExpiredOwner", "\tif resp.TTL < 0 {\n\t\treturn 0, sent, NewError(ExpiredOwner").
 		equivalent("clientv3 (v3.7.3, lease.go KeepAliveOnce) turns an answer of TTL <= 0 into ErrLeaseNotFound itself, which classifySendError names expired_owner: no answer of TTL 0 reaches the check (TestRenewLeaseOfAGoneLeaseIsExpiredOwner passes on the mutant)"),
 
 	// ---- coordinator/session.go
@@ -221,9 +223,9 @@ var indepMutations = []Mutation{
 	ind("releasetask/any-owner", releaseGo, "ReleaseTask deletes an owner key of another label on the same lease",
 		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``),
 	ind("releasetask/gone-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner, not expired_owner",
-		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`),
+		`return store.NewError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return store.NewError(StaleOwner, "release", tenant, task, "the session holds no owner key`),
 
-	// ---- coordinator/limits.go
+	// ---- internal/store/txn.go (the limits)
 	ind("limits/max-ops-inclusive", limitsGo, "a Txn of exactly max-txn-ops ops is refused",
 		`if n.n > max {`, `if n.n >= max {`),
 	ind("limits/range-end-inclusive", limitsGo, "a put of a ranged delete's end key counts as overlapping",
@@ -244,18 +246,18 @@ var indepMutations = []Mutation{
 		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) != 3 {",
 		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) < 3 {"),
 	ind("realm/nested-off-by-one", realmGo, "the nesting check reads the realm itself as the first ancestor",
-		`if firstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
+		`if store.FirstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
 	ind("realm/rotate-origin-unwritten", realmGo, "a rotation does not record the new realm's origin",
-		`then = append(then, clientv3.OpPut(c.keys.origin(), origin))`, `_ = origin`),
+		`then = append(then, clientv3.OpPut(c.keys.Origin(), origin))`, `_ = origin`),
 	ind("realm/create-uncompared", realmGo, "New creates the realm without comparing that it is absent",
 		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
 		`If:   c.noAncestorRealms(),`),
 	// (a later round, from the source only: survived every package's
 	// tests; TestRotationWhoseStatusReadsFailDropsTheOldOrigin kills it)
 	ind("realm/rotate-old-origin-kept", realmGo, "a rotation whose status reads failed keeps the old realm's origin: realm show reports a realm written without leasegate instead of no origin recorded",
-		"\t\tthen = append(then, clientv3.OpDelete(c.keys.origin()))\n", ""),
+		"\t\tthen = append(then, clientv3.OpDelete(c.keys.Origin()))\n", ""),
 
-	// ---- coordinator/keys.go
+	// ---- internal/store/keys.go
 	ind("keys/percent-unescaped", keysGo, "a label with '%' but no '/' is not escaped",
 		`if !strings.ContainsAny(label, "%/") {`, `if !strings.ContainsAny(label, "/") {`),
 	ind("keys/unescape-step", keysGo, "unescape steps one byte past an escape instead of three",
@@ -265,7 +267,7 @@ var indepMutations = []Mutation{
 	ind("keys/label-space", keysGo, "a label may contain a space",
 		"c < 33 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte", "c < 32 || c > 126 {\n\t\t\treturn fmt.Errorf(\"%s has byte"),
 	ind("keys/journal-unpadded", keysGo, "journal entries are keyed by an unpadded seq (entry 10 sorts before 2)",
-		`return fmt.Sprintf("%s%020d", k.journalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.journalOperationPrefix(tenant, task, operation), seq)`).
+		`return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.JournalOperationPrefix(tenant, task, operation), seq)`).
 		killedBy("./ledger", "TestJournalStaysInOrderPastNineTransitions"),
 	ind("keys/tenant-prefix-open", keysGo, "a tenant's prefix lacks its trailing '/': tenant a covers tenant ab",
 		"return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant) + \"/\"\n", "return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant)\n"),
@@ -273,15 +275,15 @@ var indepMutations = []Mutation{
 		"return k.task(KindEffects, tenant, task) + \"/\"\n", "return k.task(KindEffects, tenant, task)\n").
 		killedBy("./ledger", "TestTaskRecordsDoNotReachASiblingTask"),
 	ind("keys/journal-op-prefix-open", keysGo, "an operation's journal prefix lacks its trailing '/': operation a covers a1",
-		`return k.journalPrefix(tenant, task) + escape(operation) + "/"`, `return k.journalPrefix(tenant, task) + escape(operation)`),
+		`return k.JournalPrefix(tenant, task) + escape(operation) + "/"`, `return k.JournalPrefix(tenant, task) + escape(operation)`),
 	ind("keys/prefix-trailing-slash", keysGo, "a prefix ending in '/' is accepted",
 		`if strings.HasSuffix(p, "/") {`, `if false {`),
 
-	// ---- coordinator/disposition.go
+	// ---- internal/store/disposition.go
 	ind("disposition/no-space-unclassed", dispGo, "no_space is not a hold (its class is unknown)",
 		`case AuthorityUnavailable, NoSpace:`, `case AuthorityUnavailable:`),
 	ind("disposition/foreign-error-hold", dispGo, "an error of no leasegate package reads as a hold, not outcome_unknown",
-		"\treturn OutcomeUnknown\n}\n\nfunc newError", "\treturn AuthorityUnavailable\n}\n\nfunc newError"),
+		"\treturn OutcomeUnknown\n}\n\n// NewError is", "\treturn AuthorityUnavailable\n}\n\n// NewError is"),
 	ind("disposition/no-sentinel", dispGo, "errors.Is does not match an *Error to its disposition's sentinel",
 		`if s, ok := sentinels[e.Disposition]; ok {`, `if s, ok := sentinels[e.Disposition]; ok && false {`),
 	ind("disposition/sentinel-swapped", dispGo, "stale_owner unwraps to ErrExpiredOwner",
@@ -294,12 +296,12 @@ var indepMutations = []Mutation{
 		Edit{"\tcase AuthorityUnavailable, NoSpace:\n", "\tcase AuthorityUnavailable, NoSpace, OutcomeUnknown:\n"},
 		Edit{"\tcase OutcomeUnknown:\n\t\treturn ClassOutcomeUnknown\n", ""}),
 
-	// ---- coordinator/transport.go
+	// ---- internal/store/transport.go
 	indN("classify/read-before-auth", transportGo, "a failed read is a hold before auth or NOSPACE are looked at: permission_denied on a read reads as unavailable",
-		Edit{"\tcase !r.mutating:\n\t\treturn newError(AuthorityUnavailable, r.op, r.tenant, r.task, \"read failed\", err)\n", ""},
-		Edit{"\tcase deniedByAuth(err, code):", "\tcase !r.mutating:\n\t\treturn newError(AuthorityUnavailable, r.op, r.tenant, r.task, \"read failed\", err)\n\tcase deniedByAuth(err, code):"}),
+		Edit{"\tcase !r.Mutating:\n\t\treturn NewError(AuthorityUnavailable, r.Op, r.Tenant, r.Task, \"read failed\", err)\n", ""},
+		Edit{"\tcase deniedByAuth(err, code):", "\tcase !r.Mutating:\n\t\treturn NewError(AuthorityUnavailable, r.Op, r.Tenant, r.Task, \"read failed\", err)\n\tcase deniedByAuth(err, code):"}),
 	ind("classify/untracked-is-hold", transportGo, "a failed write on a client without DialOptions is a hold, not outcome_unknown",
-		"return newError(OutcomeUnknown, r.op, r.tenant, r.task,\n\t\t\t\"the etcd client lacks", "return newError(AuthorityUnavailable, r.op, r.tenant, r.task,\n\t\t\t\"the etcd client lacks"),
+		"return NewError(OutcomeUnknown, r.Op, r.Tenant, r.Task,\n\t\t\t\"the etcd client lacks", "return NewError(AuthorityUnavailable, r.Op, r.Tenant, r.Task,\n\t\t\t\"the etcd client lacks"),
 	ind("classify/sent-inverted", transportGo, "the sent flag is read inverted: a sent write is a hold, an unsent one unknown",
 		`case !t.sent.Load():`, `case t.sent.Load():`),
 	ind("classify/unavailable-not-applied", transportGo, "gRPC Unavailable counts as refused before applying: a sent write that lost its answer is a hold",
@@ -307,7 +309,7 @@ var indepMutations = []Mutation{
 	ind("do/no-tracker", transportGo, "the send tracker is not attached to the request",
 		`err := f(context.WithValue(ctx, trackerKey{}, t))`, `err := f(ctx)`),
 	ind("do/no-request-timeout", transportGo, "a request without a deadline is not bounded by the request timeout",
-		`ctx, cancel = context.WithTimeoutCause(ctx, c.opts.requestTimeout, errRequestTimeout)`, `ctx, cancel = context.WithCancel(ctx)`),
+		`ctx, cancel = context.WithTimeoutCause(ctx, s.limits.RequestTimeout, errRequestTimeout)`, `ctx, cancel = context.WithCancel(ctx)`),
 	ind("leases/any-task-key-an-owner", leasesGo, "a lease revoke counts any task key of the keyspace (a state key, say) as an owner key: the lease is revoked with it",
 		`if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == KindOwner {`, `if _, _, _, ok := c.keys.ParseTask(string(k)); ok {`),
 	ind("do/timeout-deadline-unchecked", transportGo, "an answer at the deadline, before the timer fired (etcd's own answer to it), is not named the request timeout's",
@@ -318,10 +320,10 @@ var indepMutations = []Mutation{
 		`return code == codes.Unauthenticated`, `return false`),
 	ind("classify/lease-not-found-unnamed", transportGo, "etcd's lease-not-found is not expired_owner",
 		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(err, rpctypes.ErrLeaseNotFound) && false:`),
-	ind("txn/always-mutating", transportGo, "a read-only Txn is classified as a write: a failed read can be outcome_unknown",
-		`mutating: !r.ReadOnly}`, `mutating: true}`),
-	ind("txn/unchecked", transportGo, "a Txn etcd can never accept is sent instead of refused before I/O",
-		`if err := c.checkTxn(r); err != nil {`, `if err := c.checkTxn(r); err != nil && false {`),
+	ind("txn/always-mutating", storeTxnGo, "a read-only Txn is classified as a write: a failed read can be outcome_unknown",
+		`Mutating: !r.ReadOnly}`, `mutating: true}`),
+	ind("txn/unchecked", storeTxnGo, "a Txn etcd can never accept is sent instead of refused before I/O",
+		`if err := s.checkTxn(r); err != nil {`, `if err := s.checkTxn(r); err != nil && false {`),
 
 	// ---- coordinator/leases.go
 	ind("leases/stale-unmarked", leasesGo, "lease listings compare owner keys with the realm's CreateRevision: keys from before a rotation are not stale",
@@ -346,7 +348,7 @@ var indepMutations = []Mutation{
 		`, clientv3.Compare(clientv3.ModRevision(c.keys.Realm()), "=", rev)}`, `}`),
 
 	// ---- coordinator/ownership.go
-	ind("owned/stale-owned", ownershipGo, "an owner key from before the realm counts as owned",
+	ind("owned/stale-owned", storeOwnershipGo, "an owner key from before the realm counts as owned",
 		`func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }`, `func (o Ownership) Owned() bool { return o.Owner != "" }`),
 
 	// ---- coordinator/watch.go
@@ -399,14 +401,14 @@ var indepMutations = []Mutation{
 		`if len(in.Value) > o.maxValue {`, `if len(in.Value) >= o.maxValue {`).
 		killedBy("./fencedtxn", "TestValueOfExactlyTheLimitCommits"),
 	ind("commit/guard-refusal-skipped", commitGo, "a failed guard is not classified: the refusal reads as a version conflict or retry",
-		`if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {`, `if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil && false {`),
+		`if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil {`, `if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil && false {`),
 	ind("commit/receipt-no-revision", commitGo, "a first commit's receipt carries no revision",
 		`receipt.Revision = resp.Header.Revision`, ``),
 
-	// ---- internal/core/guard.go (the cache is each coordinator's own, so
+	// ---- internal/store/guard.go (the cache is each coordinator's own, so
 	// no mutation can key it across coordinators), fencedtxn/encode.go, state.go
 	ind("guardcache/any-entry", guardCacheGo, "the guard cache hands out any entry: a later grant of the task gets an earlier grant's compares",
-		`e, ok := l.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range l.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}"),
+		`e, ok := s.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range s.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}"),
 	ind("guardcache/shared-slice", guardCacheGo, "the cached compares are handed out as the shared slice: appends of concurrent commits overwrite each other",
 		`cmps := append(make([]clientv3.Cmp, 0, len(e.cmps)+extra), e.cmps...)`, `cmps := e.cmps`).
 		killedBy("./fencedtxn", "TestConcurrentCommitsKeepTheirOwnCompares"),
@@ -426,7 +428,7 @@ var indepMutations = []Mutation{
 	ind("ledger/record-compare-exists", transitionGo, "a transition compares only that the record exists, not its revision",
 		`recCmp := clientv3.Compare(clientv3.ModRevision(key), "=", rec.Revision)`, `recCmp := clientv3.Compare(clientv3.ModRevision(key), ">", 0)`),
 	ind("ledger/journal-overwrite", transitionGo, "a transition's journal entry is written under the previous seq",
-		`clientv3.OpPut(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(core.KeysOf(l.c).JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
+		`clientv3.OpPut(store.Of(l.c).Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, next.Seq), string(entryValue)),`, `clientv3.OpPut(store.Of(l.c).Keys().JournalEntry(g.Tenant, g.Task, rec.Operation, rec.Seq), string(entryValue)),`),
 	ind("ledger/transition-unguarded", transitionGo, "a transition is not fenced by the grant",
 		`If:   append(cmps, recCmp),`, `If:   append(cmps[:0:0], recCmp),`),
 	ind("ledger/same-decision-any-epoch", transitionGo, "a repeated Reject/Resolve under another grant is taken as the same decision",
@@ -508,8 +510,8 @@ var indepMutations = []Mutation{
 
 	// ---- retention/collector.go
 	indN("gc/mark-clock-before-revision", collectorGo, "a mark's time is read before its revision is learned",
-		Edit{"\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := core.Txn(g.c, ctx, core.TxnRequest{Op: \"gc mark\","},
-		Edit{"\tat := g.now().UTC()\n\t_, err = core.Txn(g.c", "\t_, err = core.Txn(g.c"}).
+		Edit{"\tresp, err := store.Of(g.c).Txn(ctx, store.TxnRequest{Op: \"gc mark\",", "\tat := g.now().UTC()\n\tresp, err := store.Of(g.c).Txn(ctx, store.TxnRequest{Op: \"gc mark\","},
+		Edit{"\tat := g.now().UTC()\n\t_, err = store.Of(g.c).Txn(", "\t_, err = store.Of(g.c).Txn("}).
 		killedBy("./retention", "TestMarksAndPlans"),
 	ind("gc/mark-seconds", collectorGo, "marks are stamped to the second: a mark reads up to 1s older than it is",
 		`OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339Nano))`, `OpPut(g.lk.RetentionMark(rev), at.Format(time.RFC3339))`).

@@ -14,7 +14,7 @@ var (
 	txnPkg    = Run{Pkg: "./fencedtxn"}
 	ledgerPkg = Run{Pkg: "./ledger"}
 	gcPkg     = Run{Pkg: "./retention"}
-	corePkg   = Run{Pkg: "./internal/core"}
+	storePkg  = Run{Pkg: "./internal/store"}
 )
 
 func run(pkg, pattern string) Run { return Run{Pkg: pkg, Run: pattern} }
@@ -37,14 +37,16 @@ func (m Mutation) killedBy(pkg string, tests ...string) Mutation {
 const (
 	claimGo      = "coordinator/claim.go"
 	fenceGo      = "coordinator/fence.go"
-	grantGo      = "coordinator/grant.go"
+	storeGuardGo = "internal/store/guard.go"
+	storeTxnGo   = "internal/store/txn.go"
+	grantGo      = "internal/store/grant.go"
 	renewGo      = "coordinator/renew.go"
 	releaseGo    = "coordinator/release.go"
-	holderGo     = "coordinator/holder.go"
+	holderGo     = "internal/store/guard.go"
 	grantsGo     = "coordinator/grants.go"
-	transportGo  = "coordinator/transport.go"
+	transportGo  = "internal/store/transport.go"
 	commitGo     = "fencedtxn/commit.go"
-	guardCacheGo = "internal/core/guard.go"
+	guardCacheGo = "internal/store/guard.go"
 	transitionGo = "ledger/transition.go"
 	gatewayGo    = "ledger/gateway.go"
 	reconcileGo  = "ledger/reconcile.go"
@@ -72,7 +74,7 @@ var mutations = []Mutation{
 		`clientv3.OpPut(fence, string(fenceValue)),`, `clientv3.OpPut(fence+"-x", string(fenceValue)),`,
 		txnPkg, coordPkg),
 	mut("claim/no-realm-as-unavailable", claimGo, "a claim on a wiped keyspace is authority_unavailable, not a generation mismatch",
-		`newError(GenerationMismatch, "claim", tenant, task, "the authority has no realm`, `newError(AuthorityUnavailable, "claim", tenant, task, "the authority has no realm`,
+		`store.NewError(GenerationMismatch, "claim", tenant, task, "the authority has no realm`, `store.NewError(AuthorityUnavailable, "claim", tenant, task, "the authority has no realm`,
 		run("./coordinator", "TestRealmKeyChangedBehindTheCoordinator"), coordPkg, txnPkg),
 	mut("claim/realm-moved-same-value", claimGo, "the Else ignores a realm whose value is unchanged but whose revision moved",
 		`case string(stored.Value) != realm || stored.ModRevision != realmRev:`, `case string(stored.Value) != realm:`,
@@ -88,52 +90,52 @@ var mutations = []Mutation{
 		`Epoch: held.ModRevision, Lease: int64(s.lease)}`, `Epoch: resp.Header.Revision, Lease: int64(s.lease)}`,
 		run("./coordinator", "TestClaimRetriedAfterLostResponse|TestClaimRetriedAfterOtherWrites"), coordPkg),
 
-	// ---- the guard's compares and CheckGuard (coordinator/fence.go)
-	mut("guard/drop-realm", fenceGo, "Guard without Value(realm) == g.Realm",
+	// ---- the guard's compares and CheckGuard (internal/store/guard.go)
+	mut("guard/drop-realm", storeGuardGo, "Guard without Value(realm) == g.Realm",
 		`clientv3.Compare(clientv3.Value(k.Realm()), "=", g.Realm),`, ``,
 		txnPkg, coordPkg),
-	mut("guard/drop-fence", fenceGo, "Guard without ModRevision(fence) == g.Epoch",
+	mut("guard/drop-fence", storeGuardGo, "Guard without ModRevision(fence) == g.Epoch",
 		`clientv3.Compare(clientv3.ModRevision(k.Fence(g.Tenant, g.Task)), "=", g.Epoch),`, ``,
 		txnPkg, coordPkg),
-	mut("guard/drop-owner-modrev", fenceGo, "Guard without ModRevision(owner) == g.Epoch",
+	mut("guard/drop-owner-modrev", storeGuardGo, "Guard without ModRevision(owner) == g.Epoch",
 		`clientv3.Compare(clientv3.ModRevision(owner), "=", g.Epoch),`, ``,
 		txnPkg, coordPkg),
-	mut("guard/drop-owner-value", fenceGo, "Guard without Value(owner) == g.Owner",
+	mut("guard/drop-owner-value", storeGuardGo, "Guard without Value(owner) == g.Owner",
 		`clientv3.Compare(clientv3.Value(owner), "=", g.Owner),`, ``,
 		txnPkg, coordPkg),
-	mut("guard/drop-lease", fenceGo, "Guard without LeaseValue(owner) == g.Lease",
+	mut("guard/drop-lease", storeGuardGo, "Guard without LeaseValue(owner) == g.Lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", clientv3.LeaseID(g.Lease)),`, ``,
 		txnPkg, coordPkg),
-	mut("guard/reads-swapped", fenceGo, "GuardReads reads owner before fence: CheckGuard misreads them",
+	mut("guard/reads-swapped", storeGuardGo, "GuardReads reads owner before fence: CheckGuard misreads them",
 		"clientv3.OpGet(k.Fence(g.Tenant, g.Task)),\n\t\tclientv3.OpGet(k.Owner(g.Tenant, g.Task)),",
 		"clientv3.OpGet(k.Owner(g.Tenant, g.Task)),\n\t\tclientv3.OpGet(k.Fence(g.Tenant, g.Task)),",
 		txnPkg, coordPkg),
-	mut("checkguard/no-realm-as-stale", fenceGo, "a missing realm is classified stale_owner",
+	mut("checkguard/no-realm-as-stale", storeGuardGo, "a missing realm is classified stale_owner",
 		`return refuse(GenerationMismatch, "the authority has no realm`, `return refuse(StaleOwner, "the authority has no realm`,
 		run("./coordinator", "TestRealmKeyChangedBehindTheCoordinator"), txnPkg, coordPkg),
-	mut("checkguard/drop-realm-branch", fenceGo, "another realm is not classified generation mismatch",
+	mut("checkguard/drop-realm-branch", storeGuardGo, "another realm is not classified generation mismatch",
 		`case string(realm.Value) != g.Realm:`, `case false:`,
 		txnPkg, coordPkg),
-	mut("checkguard/no-fence-as-expired", fenceGo, "a missing fence is classified expired_owner",
+	mut("checkguard/no-fence-as-expired", storeGuardGo, "a missing fence is classified expired_owner",
 		`return refuse(StaleOwner, "the task has no fence:`, `return refuse(ExpiredOwner, "the task has no fence:`,
 		txnPkg, coordPkg),
-	{Name: "checkguard/drop-fence-epoch-branch", File: fenceGo, What: "a moved fence is not classified by its epoch",
+	{Name: "checkguard/drop-fence-epoch-branch", File: storeGuardGo, What: "a moved fence is not classified by its epoch",
 		Edits: []Edit{{`case fence.ModRevision > g.Epoch:`, `case false:`}, {`case fence.ModRevision < g.Epoch:`, `case false && fence.ModRevision < g.Epoch:`}},
 		Tests: []Run{run("./fencedtxn", "TestStaleNotExpiredAndInvalidCallerOps"), txnPkg, coordPkg}},
-	mut("checkguard/drop-fence-record-branch", fenceGo, "the fence record's owner and lease are not checked",
+	mut("checkguard/drop-fence-record-branch", storeGuardGo, "the fence record's owner and lease are not checked",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `(err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease) && false {`,
 		run("./fencedtxn", "TestStaleNotExpiredAndInvalidCallerOps"), txnPkg, coordPkg),
-	mut("checkguard/expired-before-fence", fenceGo, "reordered: a gone owner key is expired_owner before the fence is looked at",
+	mut("checkguard/expired-before-fence", storeGuardGo, "reordered: a gone owner key is expired_owner before the fence is looked at",
 		"\tcase fence == nil:\n", "\tcase owner == nil:\n\t\treturn refuse(ExpiredOwner, \"mutant\")\n\tcase fence == nil:\n",
 		txnPkg, coordPkg),
-	mut("checkguard/gone-as-stale", fenceGo, "a gone owner key under our fence is stale_owner, not expired_owner",
+	mut("checkguard/gone-as-stale", storeGuardGo, "a gone owner key under our fence is stale_owner, not expired_owner",
 		`return refuse(ExpiredOwner, "the owner key of epoch %d is gone`, `return refuse(StaleOwner, "the owner key of epoch %d is gone`,
 		txnPkg, coordPkg),
-	mut("checkguard/drop-owner-identity", fenceGo, "an owner key of another epoch, label or lease passes CheckGuard",
+	mut("checkguard/drop-owner-identity", storeGuardGo, "an owner key of another epoch, label or lease passes CheckGuard",
 		`if owner.ModRevision != g.Epoch || string(owner.Value) != g.Owner || owner.Lease != g.Lease {`, `if false {`,
 		txnPkg, coordPkg),
-	mut("checkguard/current-refused", fenceGo, "a current grant is classified stale_owner",
-		"\treturn nil\n}\n\n// describeHolder completes", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
+	mut("checkguard/current-refused", storeGuardGo, "a current grant is classified stale_owner",
+		"\treturn nil\n}\n\n// A Store keeps, per grant", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
 		txnPkg, coordPkg),
 
 	// ---- renew (coordinator/renew.go), release and ReleaseTask (coordinator/release.go)
@@ -144,7 +146,7 @@ var mutations = []Mutation{
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`, `If: nil, Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		run("./coordinator", "TestStaleReleaseLeavesNewOwner"), coordPkg, txnPkg),
 	mut("release/refusal-ignored", releaseGo, "a refused Release returns nil",
-		`return c.describeHolder(ctx, c.checkGuard("release", g, resp.Responses))`, `return nil`,
+		`return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`, `return nil`,
 		coordPkg, txnPkg),
 	mut("releasetask/drop-lease", releaseGo, "ReleaseTask without LeaseValue(owner) == s.lease",
 		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``,
@@ -153,57 +155,57 @@ var mutations = []Mutation{
 		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 	mut("releasetask/gone-as-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner",
-		`return newError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return newError(StaleOwner, "release", tenant, task, "the session holds no owner key`,
+		`return store.NewError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return store.NewError(StaleOwner, "release", tenant, task, "the session holds no owner key`,
 		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 
-	// ---- transport classification (coordinator/transport.go)
+	// ---- transport classification (internal/store/transport.go)
 	mut("classify/drop-lease-not-found", transportGo, "etcd's lease-not-found is not expired_owner",
 		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), txnPkg, coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), txnPkg, coordPkg),
 	mut("classify/drop-unauthenticated", transportGo, "credentials etcd did not accept are not unauthenticated",
 		`case unauthenticated(err, code):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./coordinator", "TestTokenNotRenewableIsUnauthenticated"), coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), run("./coordinator", "TestTokenNotRenewableIsUnauthenticated"), coordPkg),
 	mut("classify/drop-auth", transportGo, "auth refusals are not permission_denied",
 		`case deniedByAuth(err, code):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./coordinator", "TestPermissionDenied"), coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), run("./coordinator", "TestPermissionDenied"), coordPkg),
 	mut("classify/drop-nospace", transportGo, "NOSPACE is not no_space",
 		`case isNoSpace(err):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./coordinator", "TestNoSpace"), coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), run("./coordinator", "TestNoSpace"), coordPkg),
 	mut("classify/drop-never-acceptable", transportGo, "requests etcd can never accept are not invalid_input",
 		`case neverAcceptable(err, code):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./coordinator", "TestRequestsEtcdNeverAccepts"), coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), run("./coordinator", "TestRequestsEtcdNeverAccepts"), coordPkg),
 	mut("classify/drop-not-etcd", transportGo, "an endpoint that is not etcd is not named",
 		`case notEtcd(err, code):`, `case false:`,
 		run("./coordinator", "TestEndpointThatIsNotEtcd"), coordPkg),
 	mut("classify/read-may-be-unknown", transportGo, "a failed read that was sent is outcome_unknown",
-		`case !r.mutating:`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), coordPkg, txnPkg),
+		`case !r.Mutating:`, `case false:`,
+		run("./internal/store", "TestClassifyEveryBranch"), coordPkg, txnPkg),
 	mut("classify/drop-refused-before-apply", transportGo, "a write etcd refused before proposing it is outcome_unknown",
 		`case definitelyNotApplied(code) || errors.Is(err, rpctypes.ErrTooManyRequests):`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), coordPkg, txnPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), coordPkg, txnPkg),
 	mut("classify/drop-untagged", transportGo, "a client without DialOptions guesses from the (never set) send marks",
 		`case !t.tagged.Load():`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./coordinator", "TestClientWithoutDialOptionsNeverGuessesUnavailable"), coordPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), run("./coordinator", "TestClientWithoutDialOptionsNeverGuessesUnavailable"), coordPkg),
 	mut("classify/unsent-unknown", transportGo, "a write never sent is outcome_unknown, not a hold",
 		`case !t.sent.Load():`, `case false:`,
-		run("./coordinator", "TestClassifyEveryBranch"), coordPkg, txnPkg),
+		run("./internal/store", "TestClassifyEveryBranch"), coordPkg, txnPkg),
 	mut("classify/sent-unavailable", transportGo, "a write sent whose answer was lost is authority_unavailable (a guess)",
-		`return newError(OutcomeUnknown, r.op, r.tenant, r.task, "sent, but no answer came back", err)`, `return newError(AuthorityUnavailable, r.op, r.tenant, r.task, "sent, but no answer came back", err)`,
-		run("./coordinator", "TestClassifyEveryBranch"), run("./fencedtxn", "TestDeadlineAfterSendIsOutcomeUnknown|TestEveryAttemptDeadlineExceededIsOutcomeUnknown"), txnPkg, coordPkg),
+		`return NewError(OutcomeUnknown, r.Op, r.Tenant, r.Task, "sent, but no answer came back", err)`, `return NewError(AuthorityUnavailable, r.Op, r.Tenant, r.Task, "sent, but no answer came back", err)`,
+		run("./internal/store", "TestClassifyEveryBranch"), run("./fencedtxn", "TestDeadlineAfterSendIsOutcomeUnknown|TestEveryAttemptDeadlineExceededIsOutcomeUnknown"), txnPkg, coordPkg),
 	mut("classify/send-never-marked", transportGo, "the stats handler never marks a request sent",
 		`t.sent.Store(true)`, `t.sent.Store(false)`,
 		run("./fencedtxn", "TestDeadlineAfterSendIsOutcomeUnknown|TestEveryAttemptDeadlineExceededIsOutcomeUnknown"), txnPkg, coordPkg),
-	mut("classify/reads-as-writes", transportGo, "every Txn is classified as a write, read-only ones too",
-		`mutating: !r.ReadOnly}`, `mutating: true}`,
+	mut("classify/reads-as-writes", storeTxnGo, "every Txn is classified as a write, read-only ones too",
+		`Mutating: !r.ReadOnly}`, `mutating: true}`,
 		coordPkg, txnPkg),
 
 	// ---- the commit Txn and its classification (fencedtxn/commit.go)
 	mut("commit/drop-guard", commitGo, "the commit's If without the guard",
-		`cmps, els := core.Guarded(c, g, 2)`, "_, els := core.Guarded(c, g, 2)\n\tvar cmps []clientv3.Cmp",
+		`cmps, els := store.Of(c).Guarded(g, 2)`, "_, els := store.Of(c).Guarded(g, 2)\n\tvar cmps []clientv3.Cmp",
 		txnPkg),
 	mut("commit/guard-cache-any-entry", guardCacheGo, "the guard cache hands out any entry, not the grant's: a stale grant gets the current grant's compares",
-		`e, ok := l.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range l.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}",
-		corePkg, txnPkg, coordPkg),
+		`e, ok := s.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range s.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}",
+		storePkg, txnPkg, coordPkg),
 	mut("commit/unreadable-receipt-as-conflict", commitGo, "a stored receipt that cannot be decoded is operation_conflict, not corrupt_record",
 		`return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
 				Detail: fmt.Sprintf("the receipt in operation record %s is unreadable", opKV[0].Key), Err: err}`,
@@ -235,10 +237,10 @@ var mutations = []Mutation{
 		`clientv3.OpPut(opKey, string(opValue))}, ops...)`, `clientv3.OpPut(opKey, string(opValue))}, ops[:0]...)`,
 		txnPkg),
 	mut("commit/drop-guard-classification", commitGo, "a failed commit skips CheckGuard",
-		`if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {`, `if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil && false {`,
+		`if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil {`, `if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil && false {`,
 		txnPkg),
 	mut("commit/retry-before-guard", commitGo, "reordered: an existing operation record is classified before the guard (receipts to a stale owner)",
-		`if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil {`, `if err := core.CheckGuard(c, "commit", g, resp.Responses[:3]); err != nil && len(resp.Responses[3].GetResponseRange().GetKvs()) == 0 {`,
+		`if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil {`, `if err := store.Of(c).CheckGuard("commit", g, resp.Responses[:3]); err != nil && len(resp.Responses[3].GetResponseRange().GetKvs()) == 0 {`,
 		txnPkg),
 	mut("commit/conflict-as-retry", commitGo, "another payload under the same operation is a historical retry",
 		`if rec.PayloadDigest != digest {`, `if false {`,
@@ -274,7 +276,7 @@ var mutations = []Mutation{
 		`if !Allowed(rec.State, ch.to, ch.by) {`, `if false {`,
 		run("./ledger", "TestTransitionTableOverAllStatePairs|TestCallsRefuseRecordsInOtherStates"), ledgerPkg),
 	mut("transition/drop-guard-classification", transitionGo, "a refused transition skips CheckGuard",
-		`if err := core.CheckGuard(l.c, op, g, resp.Responses[:3]); err != nil {`, `if err := core.CheckGuard(l.c, op, g, resp.Responses[:3]); err != nil && false {`,
+		`if err := store.Of(l.c).CheckGuard(op, g, resp.Responses[:3]); err != nil {`, `if err := store.Of(l.c).CheckGuard(op, g, resp.Responses[:3]); err != nil && false {`,
 		ledgerPkg),
 	mut("transition/raced-illegal-as-conflict", transitionGo, "a record moved meanwhile to a state the table forbids is version_conflict, not illegal_transition",
 		`if !Allowed(cur.State, ch.to, ch.by) {`, `if false {`,

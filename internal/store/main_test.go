@@ -1,4 +1,4 @@
-package core_test
+package store_test
 
 import (
 	"testing"

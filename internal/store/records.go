@@ -1,8 +1,8 @@
-package core
+package store
 
 import "encoding/json"
 
-// The values stored under coordinator's keys (coordinator/keys.go).
+// The values stored under the keys of keys.go.
 
 // FenceRecord is the value of a fence key: who the published epoch belongs to.
 type FenceRecord struct {

@@ -1,13 +1,43 @@
-package coordinator
+package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/leasegate/leasegate/internal/core"
 )
+
+// TxnRequest is one Txn run through Txn.
+type TxnRequest struct {
+	Op, Tenant, Task string // name the request in its errors and metrics
+	If               []clientv3.Cmp
+	Then, Else       []clientv3.Op
+	ReadOnly         bool // no Then op writes: a failure is authority_unavailable
+}
+
+// Txn runs r. Its error, if any, is an *Error: authority_unavailable when
+// the request never left this process (or was a read), outcome_unknown when
+// it may have reached etcd, expired_owner when etcd named a lease gone;
+// invalid_input, before any I/O, for a Txn etcd can never accept
+// (checkTxn). Every Txn of leasegate's goes through it — the coordinator's
+// own and those of fencedtxn, the ledger and retention — so their
+// transport failures are classified alike.
+func (s *Store) Txn(ctx context.Context, r TxnRequest) (*clientv3.TxnResponse, error) {
+	var resp *clientv3.TxnResponse
+	req := Request{Op: r.Op, Tenant: r.Tenant, Task: r.Task, Mutating: !r.ReadOnly}
+	if err := s.checkTxn(r); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	err := s.Do(ctx, req, func(ctx context.Context) (err error) {
+		resp, err = s.client.Txn(ctx).If(r.If...).Then(r.Then...).Else(r.Else...).Commit()
+		return err
+	})
+	s.metrics.Txn(r.Op, time.Since(start))
+	return resp, err
+}
 
 // A Txn etcd can never accept is refused before any I/O, as invalid_input,
 // rather than sent to be refused (or, over gRPC's send limit, to fail as if
@@ -20,26 +50,26 @@ import (
 const opOverhead = 32
 
 // checkTxn reports why etcd would refuse r whatever its state.
-func (c *Coordinator) checkTxn(r core.TxnRequest) error {
-	max := c.opts.maxTxnOps
+func (s *Store) checkTxn(r TxnRequest) error {
+	max := s.limits.MaxTxnOps
 	for _, n := range []struct {
 		what string
 		n    int
 	}{{"compares", len(r.If)}, {"then ops", len(r.Then)}, {"else ops", len(r.Else)}} {
 		if n.n > max {
-			return newError(InvalidInput, r.Op, r.Tenant, r.Task,
+			return NewError(InvalidInput, r.Op, r.Tenant, r.Task,
 				fmt.Sprintf("the Txn has %d %s, over etcd's max-txn-ops of %d (leasegate's own ops count too)", n.n, n.what, max), nil)
 		}
 	}
 	for _, branch := range [][]clientv3.Op{r.Then, r.Else} {
 		if key, dup := duplicateKey(branch); dup {
-			return newError(InvalidInput, r.Op, r.Tenant, r.Task,
+			return NewError(InvalidInput, r.Op, r.Tenant, r.Task,
 				fmt.Sprintf("the Txn writes key %q twice (etcd refuses a duplicate key in one Txn)", key), nil)
 		}
 	}
-	if n := txnSize(r); n > c.opts.maxRequestBytes {
-		return newError(InvalidInput, r.Op, r.Tenant, r.Task,
-			fmt.Sprintf("the request is about %d bytes, over etcd's max-request-bytes of %d", n, c.opts.maxRequestBytes), nil)
+	if n := txnSize(r); n > s.limits.MaxRequestBytes {
+		return NewError(InvalidInput, r.Op, r.Tenant, r.Task,
+			fmt.Sprintf("the request is about %d bytes, over etcd's max-request-bytes of %d", n, s.limits.MaxRequestBytes), nil)
 	}
 	return nil
 }
@@ -77,7 +107,7 @@ func duplicateKey(ops []clientv3.Op) (string, bool) {
 }
 
 // txnSize estimates, from above, the bytes of r on the wire.
-func txnSize(r core.TxnRequest) int {
+func txnSize(r TxnRequest) int {
 	n := opOverhead
 	for i := range r.If {
 		cmp := r.If[i].GetCompare()

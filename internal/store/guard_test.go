@@ -1,4 +1,4 @@
-package core_test
+package store_test
 
 import (
 	"reflect"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
-	"github.com/leasegate/leasegate/internal/core"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -28,8 +28,8 @@ func TestGuardCache(t *testing.T) {
 	for range 3 {
 		for _, co := range []*coordinator.Coordinator{c, other} {
 			for _, g := range []coordinator.Grant{a, b, stale} {
-				cmps, reads := core.Guarded(co, g, 2)
-				if !reflect.DeepEqual(cmps, co.Guard(g)) || !reflect.DeepEqual(reads, core.GuardReads(co, g)) {
+				cmps, reads := store.Of(co).Guarded(g, 2)
+				if !reflect.DeepEqual(cmps, co.Guard(g)) || !reflect.DeepEqual(reads, store.Of(co).GuardReads(g)) {
 					t.Fatalf("the cached guard of %s epoch %d differs from Guard's", g.Task, g.Epoch)
 				}
 				_ = append(cmps, cmps[0]) // a caller's append
@@ -37,8 +37,8 @@ func TestGuardCache(t *testing.T) {
 			}
 		}
 	}
-	core.ClearGuards(c) // what the bound does: entries are rebuilt
-	if cmps, _ := core.Guarded(c, a, 0); !reflect.DeepEqual(cmps, c.Guard(a)) {
+	store.Of(c).ClearGuards() // what the bound does: entries are rebuilt
+	if cmps, _ := store.Of(c).Guarded(a, 0); !reflect.DeepEqual(cmps, c.Guard(a)) {
 		t.Fatal("the guard rebuilt after clearing differs from Guard's")
 	}
 }

@@ -1,4 +1,4 @@
-package coordinator
+package store
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // Each case names the tracker state the request had: untagged (a client
 // without DialOptions), tagged but never on a transport, or sent.
 func TestClassifyEveryBranch(t *testing.T) {
-	c := &Coordinator{keys: Keyspace{prefix: "/lg"}}
+	c := &Store{keys: NewKeys("/lg")}
 	untagged := func() *sendTracker { return &sendTracker{} }
 	unsent := func() *sendTracker { s := &sendTracker{}; s.tagged.Store(true); return s }
 	sent := func() *sendTracker { s := unsent(); s.sent.Store(true); return s }
@@ -51,7 +51,7 @@ func TestClassifyEveryBranch(t *testing.T) {
 		{"a write sent, connection lost", true, sent, status.Error(codes.Unavailable, "transport is closing"), OutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.classifySendError(request{op: "test", mutating: tc.mutating}, tc.tracker(), tc.err)
+			err := c.classifySendError(Request{Op: "test", Mutating: tc.mutating}, tc.tracker(), tc.err)
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("classify(%v) = %T %v, want an *Error", tc.err, err, err)

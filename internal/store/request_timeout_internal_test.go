@@ -1,4 +1,4 @@
-package coordinator
+package store
 
 import (
 	"context"
@@ -59,11 +59,11 @@ func TestRequestTimeoutError(t *testing.T) {
 	if code := codeOf(err); code != codes.Unavailable {
 		t.Fatalf("etcd's timeout wrapped has code %v, want Unavailable", code)
 	}
-	c := &Coordinator{}
+	c := &Store{}
 	tr := &sendTracker{}
 	tr.tagged.Store(true)
 	tr.sent.Store(true)
-	if d := DispositionOf(c.classifySendError(request{op: "commit", mutating: true}, tr, err)); d != OutcomeUnknown {
+	if d := DispositionOf(c.classifySendError(Request{Op: "commit", Mutating: true}, tr, err)); d != OutcomeUnknown {
 		t.Fatalf("a sent write answered by etcd's timeout: %s, want outcome_unknown", d)
 	}
 }
