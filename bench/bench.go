@@ -60,6 +60,10 @@ type Config struct {
 	// others'. It cancels drift that cells of a second cannot (a shared
 	// machine); bytes on the wire are not counted per variant.
 	Paired bool
+	// Console serves the console (package console) on the gateway and keeps
+	// one of its pages open and live for the whole run: the Now page loaded
+	// and its live stream (the ownership watch) read, as a browser would.
+	Console bool
 
 	Registerer prometheus.Registerer // optional: the coordinator's metrics
 	Progress   func(Progress)        // optional: the plan, then one per cell
@@ -85,6 +89,9 @@ type Report struct {
 	// Interrupted, when set, is why the run stopped early: Results and
 	// Ratios hold the cells finished until then.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Console is the live console page held open during the run
+	// (Config.Console).
+	Console *ConsoleLive `json:"console,omitempty"`
 }
 
 // Machine is where the figures were taken.
@@ -419,7 +426,7 @@ func Run(ctx context.Context, cfg Config) (out *Report, err error) {
 		}
 		workers = append(workers, w)
 	}
-	closeGateway, err := withGateway(ctx, tg, cfg.Prefix, workers, cfg.Variants, cfg.Logger)
+	closeGateway, err := withGateway(ctx, tg, cfg.Prefix, workers, cfg.Variants, cfg.Console, rep, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/console"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway"
@@ -53,6 +54,7 @@ type hop struct {
 	approver *client.Client
 	floor    *floorServer
 	gfloor   *grpcFloorServer
+	live     *ConsoleLive // the console page held open (Config.Console)
 	close    func()
 }
 
@@ -63,7 +65,7 @@ type hop struct {
 // is leasegate serve's server: its identities, roles, tenant, session key,
 // metrics (on a registry of its own), the trace context on its etcd client
 // and TLS, nothing left out.
-func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap.Logger) (_ *hop, err error) {
+func startGateway(ctx context.Context, tg *target, prefix string, n int, withConsole bool, lg *zap.Logger) (_ *hop, err error) {
 	var closers []func()
 	h := &hop{close: func() {
 		for _, c := range slices.Backward(closers) {
@@ -80,14 +82,15 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 		return nil, fmt.Errorf("bench: gateway certificates: %w", err)
 	}
 	closers = append(closers, func() { _ = os.RemoveAll(dir) })
-	names := []string{"approver"}
+	names := []string{"approver", consoleViewer}
 	for i := range n {
 		names = append(names, workerName(i))
 	}
 	if h.certs, err = gateway.WriteDevCerts(dir, benchTrustDomain, names...); err != nil {
 		return nil, err
 	}
-	ids := []gateway.Identity{{ID: h.certs.IDs["approver"], Roles: []gateway.Role{gateway.RoleApprover}, Tenants: []string{tenant}}}
+	ids := []gateway.Identity{{ID: h.certs.IDs["approver"], Roles: []gateway.Role{gateway.RoleApprover}, Tenants: []string{tenant}},
+		{ID: h.certs.IDs[consoleViewer], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{tenant}}}
 	for i := range n {
 		ids = append(ids, gateway.Identity{ID: h.certs.IDs[workerName(i)], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{tenant}})
 	}
@@ -110,6 +113,13 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 		gateway.WithAdapters(benchAdapter{}), gateway.WithMetrics(reg, reg))
 	if err != nil {
 		return nil, err
+	}
+	if withConsole {
+		con, err := console.New(srv, console.WithLogger(lg), console.WithActionKey(console.ActionKey(key)))
+		if err != nil {
+			return nil, err
+		}
+		srv.Mount(console.Path, con)
 	}
 	tlsCfg, err := gateway.TLSConfig(h.certs.ServerCert, h.certs.ServerKey, h.certs.CA)
 	if err != nil {
@@ -144,6 +154,13 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, lg *zap
 		return nil, err
 	}
 	closers = append(closers, h.approver.Close)
+	if withConsole {
+		var stop func()
+		if h.live, stop, err = h.openConsole(ctx); err != nil {
+			return nil, err
+		}
+		closers = append(closers, stop)
+	}
 	return h, nil
 }
 
@@ -297,13 +314,16 @@ func (w *worker) gatewayOp(ctx context.Context, v string) (handled bool, err err
 
 // withGateway starts the gateway and gives each worker its side, when vs
 // has a gateway variant; close stops what it started.
-func withGateway(ctx context.Context, tg *target, prefix string, ws []*worker, vs []string, lg *zap.Logger) (close func(), err error) {
+func withGateway(ctx context.Context, tg *target, prefix string, ws []*worker, vs []string, withConsole bool, rep *Report, lg *zap.Logger) (close func(), err error) {
 	if !slices.ContainsFunc(vs, func(v string) bool { return slices.Contains(gatewayVariants, v) }) {
 		return func() {}, nil
 	}
-	h, err := startGateway(ctx, tg, prefix, len(ws), lg)
+	h, err := startGateway(ctx, tg, prefix, len(ws), withConsole, lg)
 	if err != nil {
 		return nil, err
+	}
+	if withConsole {
+		rep.Console = h.live
 	}
 	close = func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -35,6 +35,8 @@ calling it with the Go client and a certificate of its own) — at each worker
 count — and prints ops/s, p50, p99 and the ratios (each taken round by round,
 every round's printed; the minimum is what a target is checked against) with
 the latency the numerator adds at p50 and p99 (for the gateway's: the hop).
+With --console the gateway also serves the web console, and a console page is
+held open and live (its event stream read) for the whole run.
 Unless --endpoints is given on the command line it starts an embedded etcd
 with fsync on in a temporary directory (--unsafe-no-fsync turns fsync off):
 an exported LEASEGATE_ENDPOINTS does not count, so that the load a bench
@@ -51,6 +53,7 @@ stderr that it was interrupted, and exits 130.`,
 			"leasegate bench --workers 1,16,64 --rounds 5 --duration 2s -o json > bench.json",
 			"leasegate bench --unsafe-no-fsync --variants commit,bare-commit",
 			"leasegate bench --paired --variants commit,gateway-commit,ledger-dispatch,gateway-dispatch --workers 16,64 --rounds 5",
+			"leasegate bench --paired --variants commit,gateway-commit --console   # the same with a live console page open (docs/console.md)",
 			"leasegate bench --variants commit,gateway-commit,http-floor,grpc-floor --workers 16,64 --rounds 5 --duration 2s   # CPU per op, and the bound the floors set",
 			"leasegate bench --variants claim-release --workers 64 --rounds 1 --duration 20s --cpuprofile claim.pprof   # then: go tool pprof -top claim.pprof",
 			"leasegate --endpoints 10.0.0.1:2379 bench --rounds 3"),
@@ -61,6 +64,7 @@ stderr that it was interrupted, and exits 130.`,
 			&cli.StringFlag{Name: "variants", Usage: "variants to run, comma-separated: " + strings.Join(bench.Variants(), ",") + " (default all), and " + bench.BareCommitControl + " (bare-commit again on another task: the run's noise floor)"},
 			metricsAddrFlag(),
 			&cli.BoolFlag{Name: "paired", Usage: "interleave the variants operation by operation instead of cell by cell (each variant's ops/s is then workers / its mean latency)"},
+			&cli.BoolFlag{Name: "console", Usage: "serve the web console on the bench's gateway and keep a console page open and live (its event stream read) for the whole run: its cost shows in the gateway variants"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run (client and embedded etcd) to `FILE`", TakesFile: true},
 			// bench has subcommands, so app.go's prepare gives it no -o.
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table or json (overrides the global -o)"},
@@ -82,7 +86,7 @@ func benchRun(c *cli.Context) error {
 		return err
 	}
 	op := c.Command.FullName()
-	cfg := bench.Config{Rounds: c.Int("rounds"), Duration: c.Duration("duration"), Paired: c.Bool("paired")}
+	cfg := bench.Config{Rounds: c.Int("rounds"), Duration: c.Duration("duration"), Paired: c.Bool("paired"), Console: c.Bool("console")}
 	if cfg.Rounds < 1 || cfg.Duration <= 0 {
 		return coordinator.Invalid(op, "--rounds %d and --duration %v must be positive", cfg.Rounds, cfg.Duration)
 	}
@@ -259,6 +263,10 @@ func benchTable(r *bench.Report) table {
 	}
 	t.rows = append(t.rows, []string{""}, []string{fmt.Sprintf("etcd %s, fsync %s, %d CPUs, %s, load %s → %s; %d rounds of %d ms per variant, %s",
 		r.Etcd, r.Fsync, r.Machine.CPUs, r.Machine.Go, r.Machine.LoadStart, r.Machine.LoadEnd, r.Rounds, r.CellMs, mode)})
+	if r.Console != nil {
+		t.rows = append(t.rows, []string{fmt.Sprintf("console: a page open and live on the gateway for the whole run (loaded in %d ms; %d live events received)",
+			r.Console.PageMs, r.Console.Events)})
+	}
 	return withInterrupted(t, r.Interrupted)
 }
 

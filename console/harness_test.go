@@ -40,14 +40,14 @@ var callers = []string{"worker", "worker-2", "approver", "operator"}
 // etcd, the simulated providers, and a certificate (and PKCS#12 file) per
 // identity.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	certs    gateway.DevCerts
 	provider *devprovider.Provider
 	url      string // https://127.0.0.1:port
 	c        *coordinator.Coordinator
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	cl := embedtest.NewCluster(t)
 	dir := t.TempDir()

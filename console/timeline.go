@@ -3,11 +3,15 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
+	"github.com/leasegate/leasegate/timeline"
 )
 
 // timelineView is an operation's timeline as the page embeds it.
@@ -58,31 +62,91 @@ func ownerSpans(journal []ledger.Transition, owner *coordinator.Ownership, now t
 	return spans
 }
 
-// timeline draws the operation: the owner lane and the record's lane on
-// one time axis.
+// explainedEntries is how many journal entries, the latest, the timeline
+// numbers and explains under the drawing; earlier ones are dots (the
+// journal's table lists every entry).
+const explainedEntries = 40
+
+// classOf is how the timeline colours a transition to state to.
+func classOf(to ledger.State) string {
+	switch to {
+	case ledger.Confirmed:
+		return "claim"
+	case ledger.Unknown, ledger.Failed:
+		return "fault"
+	case ledger.ManualReview:
+		return "hold"
+	case ledger.Rejected, ledger.Superseded:
+		return "refused"
+	case ledger.Authorized:
+		return "note"
+	}
+	return "transition"
+}
+
+// timeline draws the operation with package timeline, as the drill's
+// pictures are drawn: the task's owners, the record's states and its
+// transitions on one time axis.
 func (c *Console) timeline(rec ledger.Record, journal []ledger.Transition, owner *coordinator.Ownership) timelineView {
 	now := c.now()
 	spans := ownerSpans(journal, owner, now)
-	ch := chart{Title: fmt.Sprintf("%s/%s %s", rec.Tenant, rec.Task, rec.Operation), Now: now}
-	ol := lane{Name: "owner"}
+	ch := timeline.Chart{
+		Title:      fmt.Sprintf("%s/%s %s", rec.Tenant, rec.Task, rec.Operation),
+		Subtitle:   "The task's owners (each epoch from its first entry in this journal; the current owner to now) and the record's states and transitions, on one time axis.",
+		Now:        now,
+		Width:      960,
+		TimeFormat: "15:04:05.000",
+	}
+	owners := timeline.Lane{Name: "owners", Sub: "epoch · owner"}
 	for _, s := range spans {
 		label := fmt.Sprintf("epoch %d · %s", s.Epoch, s.Owner)
-		explain := "from its first journal entry"
+		sp := timeline.Span{From: s.From, To: s.To, Label: label, Class: "epoch",
+			Explain: "from its first entry in this journal to the next epoch's first"}
 		if s.Current {
-			explain = "holds the task now"
+			sp.To = time.Time{} // open: to now
+			sp.Explain = "holds the task now"
 		}
-		ol.Spans = append(ol.Spans, span{From: s.From, To: s.To, Label: label, Explain: explain})
+		owners.Spans = append(owners.Spans, sp)
 	}
-	rl := lane{Name: "record"}
-	for _, t := range journal {
-		ex := string(t.By)
-		if t.Approver != "" {
-			ex += " by " + t.Approver
+	record := timeline.Lane{Name: "record", Sub: "state · transitions"}
+	first := max(len(journal)-explainedEntries, 0)
+	for i, t := range journal {
+		to := time.Time{}
+		if i+1 < len(journal) {
+			to = journal[i+1].At
 		}
-		rl.Events = append(rl.Events, event{At: t.At, Label: string(t.To), Explain: ex, Title: fmt.Sprintf("#%d %s→%s (%s, epoch %d, %s): %s", t.Seq, t.From, t.To, t.By, t.Epoch, t.Owner, t.Reason)})
+		record.Spans = append(record.Spans, timeline.Span{From: t.At, To: to, Label: string(t.To), Class: "state"})
+		ev := timeline.Event{At: t.At, Label: string(t.To), Class: classOf(t.To),
+			Title: fmt.Sprintf("#%d %s→%s (%s, epoch %d, %s): %s", t.Seq, t.From, t.To, t.By, t.Epoch, t.Owner, t.Reason),
+			Data:  map[string]string{"seq": strconv.FormatInt(t.Seq, 10), "to": string(t.To)}}
+		if i >= first {
+			ev.Explain = explain(t)
+		}
+		record.Events = append(record.Events, ev)
 	}
-	ch.Lanes = []lane{ol, rl}
+	if first > 0 {
+		ch.Notes = append(ch.Notes, timeline.Note{Text: fmt.Sprintf("Entries 1–%d are drawn as dots; the journal below lists every entry.", first)})
+	}
+	ch.Lanes = []timeline.Lane{owners, record}
 	var b strings.Builder
-	ch.svg(&b)
-	return timelineView{SVG: template.HTML(b.String()), Owners: spans} //nolint:gosec // built from escaped text only (svg.go)
+	if err := ch.SVG(&b); err != nil {
+		c.lg.Warn("timeline not drawn", zap.Error(err))
+		return timelineView{Owners: spans}
+	}
+	// The SVG is timeline's, which escapes every text it writes.
+	return timelineView{SVG: template.HTML(b.String()), Owners: spans} //nolint:gosec
+}
+
+// explain is a transition's line under the drawing: what made it, under
+// which epoch, and why.
+func explain(t ledger.Transition) string {
+	by := string(t.By)
+	if t.Approver != "" {
+		by += " by " + t.Approver
+	}
+	s := fmt.Sprintf("#%d %s, epoch %d (%s)", t.Seq, by, t.Epoch, t.Owner)
+	if t.Reason != "" {
+		s += ": " + t.Reason
+	}
+	return s
 }

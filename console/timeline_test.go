@@ -41,7 +41,7 @@ func TestOperationTimelineLabelsDoNotOverlap(t *testing.T) {
 	p := w.page(w.browserAs("worker-2"), "/console/op/tenant-a/db/op-1")
 	var labels []browser.TextBox
 	for _, b := range p.TextBoxes(t) {
-		if b.Tag == "text" { // SVG text: the drawing's labels
+		if b.Tag == "text" || b.Tag == "tspan" { // SVG text: the drawing's labels
 			labels = append(labels, b)
 		}
 	}
