@@ -96,6 +96,25 @@ func TestRunPairedSmoke(t *testing.T) {
 	}
 }
 
+// TestRunWithALiveConsole: with Console, the gateway serves the console and
+// a page of it stays open and live through the run: it loaded, and its
+// live stream received the synced marker and the workers' claims.
+func TestRunWithALiveConsole(t *testing.T) {
+	t.Parallel()
+	rep, err := bench.Run(lgtest.Ctx(t), bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: []int{2},
+		Rounds: 1, Duration: 20 * time.Millisecond, Paired: true, Variants: []string{bench.Commit, bench.GatewayCommit}, Console: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Console == nil {
+		t.Fatalf("report's console %+v: no page held open", rep.Console)
+	}
+	// synced, then at least the two gateway workers' claims.
+	if rep.Console.Events < 3 {
+		t.Errorf("the live stream received %d events, want the synced marker and the workers' claims", rep.Console.Events)
+	}
+}
+
 func TestRunRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]bench.Config{
