@@ -302,7 +302,7 @@ func drillAction(c *cli.Context) error {
 			st.Setup.Seconds(), st.P50.Seconds(), st.Max.Seconds(), st.Resets), drill.RealFaultKinds(), true)
 	case s.worker != nil:
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s)+"\nworker: "+strings.Join(s.worker, " ")+
-			" (its instances as processes, real time, the world's clock 10x)", drill.WorkerFaultKinds(), false)
+			" (its instances as processes, real time, the world's clock 10x from its first call)", drill.WorkerFaultKinds(), true)
 	default:
 		err = printDrill(g.out, rep, drillHeader(c, where, prefix, s), drill.FaultKinds(), false)
 	}
@@ -436,7 +436,8 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 }
 
 // printViolating prints the trajectory of each design's first trial each
-// grader flagged, with its violations (a real trial cannot be replayed).
+// grader flagged, with its violations (a real trial, or a worker's, cannot
+// be replayed exactly: its processes' timing is the run's).
 func printViolating(p printer, rep *drill.Report) error {
 	shown := map[*drill.Trajectory]bool{}
 	var b strings.Builder

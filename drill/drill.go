@@ -405,7 +405,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 					firstErr = fmt.Errorf("drill: %s trial %d: %w", d, trial, errors.Join(errs...))
 				}
 				dr.add(traj)
-				if r.cfg.Replay >= 0 || r.cfg.real != nil { // a real trial cannot be replayed: keep it
+				if r.cfg.Replay >= 0 || r.cfg.real != nil || r.proc != nil { // a real trial, or a worker's, cannot be replayed exactly: keep it
 					kept = append(kept, traj)
 				}
 				mu.Unlock()

@@ -133,10 +133,11 @@ const (
 	procHeartbeat = 2 * time.Second
 	// procFirstCall bounds an instance's start: a worker that makes no
 	// call to the gateway within it does not follow the contract.
-	procFirstCall = 30 * time.Second
-	// procTrialBound is a trial's real-time bound: instances still
+	procFirstCall = 2 * time.Minute
+	// procTrialBound is a trial's real-time bound from its first call
+	// to the gateway: instances still
 	// running then are killed, and the world is graded as it is.
-	procTrialBound = 45 * time.Second
+	procTrialBound = 2 * time.Minute
 	// procInstances is the most instances one trial starts.
 	procInstances = 4
 )

@@ -209,7 +209,6 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	}()
 
 	pt.mu.Lock()
-	pt.start = time.Now()
 	if p.dnsLong {
 		pt.add(Event{Kind: KindFault, Actor: "route53", Effect: string(FaultDNSPendingLong), Detail: "changes stay PENDING for minutes"})
 	}
@@ -296,8 +295,11 @@ func (pt *procTrial) serve(w http.ResponseWriter, r *http.Request, name, method 
 		http.Error(w, "drill: the trial is over", http.StatusServiceUnavailable)
 		return
 	}
-	pt.advance()
 	inst := pt.byName[name]
+	if inst != nil && pt.started.Load() == 0 {
+		pt.started.Store(time.Now().UnixNano()) // the incident begins as the worker is up
+	}
+	pt.advance()
 	info := &reqInfo{proc: method, inst: inst}
 	var wait chan struct{}
 	if inst != nil {
@@ -544,7 +546,7 @@ func (pt *procTrial) supervise() {
 // ended, or the worker broke the contract.
 func (pt *procTrial) superviseStep() (bool, error) {
 	pt.advance()
-	if time.Since(pt.start) > procTrialBound {
+	if start := pt.started.Load(); start != 0 && time.Since(time.Unix(0, start)) > procTrialBound {
 		pt.add(Event{Kind: KindNote, Actor: "drill", Detail: fmt.Sprintf("the trial's bound (%v real) passed: the instances still running are killed", procTrialBound)})
 		return true, nil
 	}
@@ -563,6 +565,10 @@ func (pt *procTrial) superviseStep() (bool, error) {
 			return true, fmt.Errorf("%w: %s exited 2 (it could not use what it was given): %s", ErrWorkerContract, newest.name, newest.out.String())
 		case newest.calls == 0 && !newest.killed && code != WorkerExitDone:
 			return true, fmt.Errorf("%w: %s exited %d before any call to the gateway: %s", ErrWorkerContract, newest.name, code, newest.out.String())
+		case code == WorkerExitFenced && running == 0:
+			// Fenced, and no other instance left to hold the task: its
+			// lease ran out, the activity is not done. Retried.
+			replace = fmt.Sprintf("%s stopped fenced (exit 4) and no other instance runs: the activity is retried", newest.name)
 		case code == WorkerExitDone || code == WorkerExitHeld || code == WorkerExitFenced:
 			if running == 0 {
 				return true, nil

@@ -41,11 +41,14 @@ func runWorker(t *testing.T, seed uint64, trials int, argv ...string) (*drill.Re
 // TestPythonRecoveryWorkerPasses: examples/python/recovery_worker.py,
 // drilled as processes against the trial's gateway under the world's
 // faults, scores zero on every grader; the faults fired (a drill whose
-// faults never bite proves nothing).
+// faults never bite proves nothing) and reached the processes: seed 23's
+// four trials pause the first instance after the provider acknowledged
+// its promotion (the seed's sequence) and between its effects, kill it
+// in its traffic dispatch, drop the promotion's answer on both hops.
 func TestPythonRecoveryWorkerPasses(t *testing.T) {
 	py := python3(t)
 	const trials = 4
-	rep, err := runWorker(t, 5, trials, py, "../examples/python/recovery_worker.py")
+	rep, err := runWorker(t, 23, trials, py, "../examples/python/recovery_worker.py")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +57,66 @@ func TestPythonRecoveryWorkerPasses(t *testing.T) {
 		t.Fatalf("report %+v: want %d trials of the worker", d, trials)
 	}
 	if !rep.Pass || d.TotalViolations != 0 {
+		for _, traj := range rep.Replayed {
+			if vs := drill.Grade(traj); len(vs) > 0 {
+				t.Logf("%s%v", traj.Render(false), vs)
+			}
+		}
 		t.Fatalf("the recovery worker: pass %v (%s), violations %v", rep.Pass, rep.Why, d.Violations)
 	}
-	fired := 0
-	for _, n := range d.Faults {
-		fired += n
+	for _, k := range []drill.FaultKind{drill.FaultWorkerPaused, drill.FaultWorkerKilled, drill.FaultAnswerDroppedAtWorker,
+		drill.FaultResponseDropped} {
+		if d.Faults[k] == 0 {
+			t.Errorf("fault %s never fired in %d trials of seed 23 (it draws it): %v", k, trials, d.Faults)
+		}
 	}
-	if fired == 0 {
-		t.Fatalf("no fault fired in %d trials: %v", trials, d.Faults)
+	if len(rep.Replayed) != trials {
+		t.Fatalf("%d trajectories kept, want %d", len(rep.Replayed), trials)
+	}
+	for _, traj := range rep.Replayed {
+		checkStops(t, traj)
+	}
+}
+
+// checkStops checks what the world shows of each stop of a worker
+// process: a paused one was stopped for real (state T in /proc), another
+// instance claimed the task before its SIGCONT, and after it the paused
+// instance reached no provider; a killed one exited on the signal.
+func checkStops(t *testing.T, traj *drill.Trajectory) {
+	t.Helper()
+	for i, e := range traj.Events {
+		switch drill.FaultKind(e.Effect) {
+		case drill.FaultWorkerPaused:
+			if !strings.Contains(e.Detail, "state T") {
+				t.Errorf("trial %d: %s paused but not stopped: %s", traj.Trial, e.Actor, e.Detail)
+			}
+			claimed, woke := false, -1
+			for j, f := range traj.Events[i+1:] {
+				if f.Kind == drill.KindClaim && f.Actor != e.Actor && woke < 0 {
+					claimed = true
+				}
+				if f.Kind == drill.KindNote && f.Actor == e.Actor && strings.HasPrefix(f.Detail, "SIGCONT") {
+					woke = i + 1 + j
+				}
+			}
+			if !claimed || woke < 0 {
+				t.Errorf("trial %d: %s paused: another instance claimed %v, SIGCONT seen %v\n%s", traj.Trial, e.Actor, claimed, woke >= 0, traj.Render(false))
+				continue
+			}
+			for _, f := range traj.Events[woke:] {
+				if f.Kind == drill.KindCall && f.By == e.Actor && (f.Effect == "PromoteTarget" || f.Effect == "ChangeResourceRecordSets") {
+					t.Errorf("trial %d: %s reached the provider after it woke: %+v", traj.Trial, e.Actor, f)
+				}
+			}
+		case drill.FaultWorkerKilled:
+			exited := false
+			for _, f := range traj.Events[i+1:] {
+				exited = exited || (f.Actor == e.Actor && strings.Contains(f.Detail, "exited: -1"))
+			}
+			if !exited {
+				t.Errorf("trial %d: %s killed but never exited on the signal\n%s", traj.Trial, e.Actor, traj.Render(false))
+			}
+		}
 	}
 }
 
@@ -103,4 +158,27 @@ func TestWorkerThatBreaksTheContractIsTheDrillsError(t *testing.T) {
 			t.Fatalf("a missing worker: %v, want invalid_input", err)
 		}
 	})
+}
+
+// TestPythonNaiveRecoveryWorkerFails: the incident's naive worker (a
+// fresh key per attempt, no reconcile, traffic held on its cached writer)
+// through the same gateway is caught: an answer it never reconciled
+// (unresolved_unknown), traffic left off the writer.
+func TestPythonNaiveRecoveryWorkerFails(t *testing.T) {
+	py := python3(t)
+	const trials = 4
+	rep, err := runWorker(t, 3, trials, py, "../examples/python/naive_recovery_worker.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rep.Designs[drill.Worker]
+	if rep.Pass || d.TotalViolations == 0 {
+		t.Fatalf("the naive worker passed: %v", d.Violations)
+	}
+	if d.Violations[drill.GraderUnresolvedUnknown] == 0 {
+		t.Fatalf("violations %v: want unresolved_unknown (it never reconciles a lost answer)", d.Violations)
+	}
+	if !strings.Contains(rep.Why, "violations") {
+		t.Fatalf("why %q", rep.Why)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -43,8 +44,11 @@ type procTrial struct {
 	dns   *dns
 	audit *auditTrail
 	traj  *Trajectory
-	start time.Time
-	done  bool // the trial ended: the world settles, nothing more is served
+	// started is when the world's clock started (UnixNano; 0: not yet):
+	// at the first instance's first call to the gateway, so that how long
+	// the machine takes to start a process is not the incident's time.
+	started atomic.Int64
+	done    bool // the trial ended: the world settles, nothing more is served
 
 	journal    *ledger.Ledger
 	journalRev int64
@@ -69,7 +73,11 @@ type procTrial struct {
 // worldNow is the world's time now: real time since the trial's start,
 // procScale times faster.
 func (pt *procTrial) worldNow() time.Duration {
-	return time.Duration(float64(time.Since(pt.start)) * procScale)
+	start := pt.started.Load()
+	if start == 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Now().UnixNano()-start) * procScale)
 }
 
 // advance brings the world to now (mu held): its due events fire in

@@ -62,7 +62,9 @@ def world(digest):
 
 class Recovery:
     def __init__(self):
-        self.gw = Gateway(env("LEASEGATE_GATEWAY"), env("LEASEGATE_CA"), env("LEASEGATE_CERT"), env("LEASEGATE_KEY"))
+        # A Reconcile may poll the provider for a while: a long timeout.
+        self.gw = Gateway(env("LEASEGATE_GATEWAY"), env("LEASEGATE_CA"), env("LEASEGATE_CERT"), env("LEASEGATE_KEY"),
+                          timeout=60.0)
         self.tenant, self.task = env("LEASEGATE_TENANT"), env("LEASEGATE_TASK")
         try:
             self.plan = json.loads(env("LEASEGATE_PLAN"))
@@ -112,9 +114,18 @@ class Recovery:
                 raise
 
     def reconcile(self):
-        """Settles what an earlier instance left, until nothing is UNKNOWN."""
-        for _ in range(200):
-            recs = self.gw.reconcile(self.grant)
+        """Settles what an earlier instance left, until nothing is UNKNOWN.
+        A change still PENDING stays UNKNOWN: keep reconciling, never send
+        it again under another id."""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                recs = self.gw.reconcile(self.grant)
+            except LeasegateError as e:
+                if e.disposition in FENCED:
+                    raise
+                time.sleep(0.2)  # a hold, or the answer lost: reconcile again
+                continue
             if not any(r.get("state") in ("UNKNOWN", "DISPATCHING") for r in recs):
                 return
             time.sleep(0.2)
@@ -123,8 +134,14 @@ class Recovery:
     def settle(self, op):
         """Drives one record to an end state through approvals and the
         gateway's dispatch; returns its final state."""
-        for _ in range(3000):
-            rec = self.record(op)
+        for _ in range(6000):
+            try:
+                rec = self.record(op)
+            except LeasegateError as e:
+                if e.disposition != "authority_unavailable":
+                    raise
+                time.sleep(0.2)  # a read not answered: nothing changed; look again
+                continue
             st = rec.get("state")
             if st == "AUTHORIZED":
                 try:
