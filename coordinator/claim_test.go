@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,5 +424,266 @@ func TestTTLBelowClusterMinimumIsRefused(t *testing.T) {
 	s := lgtest.Session(t, c, "worker", 3*time.Second)
 	if s.TTL() != 3*time.Second {
 		t.Fatalf("TTL %v", s.TTL())
+	}
+}
+
+// TestClaimDoesNotTakeAnotherLabelsKeyOnItsLease: an owner key on the
+// session's lease that carries another owner label (written behind
+// leasegate's back) is not this session's earlier claim: the claim is busy,
+// not granted.
+func TestClaimDoesNotTakeAnotherLabelsKeyOnItsLease(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	if _, err := c.Client().Put(ctx, c.Keys().Owner("t", "foreign"), "someone-else", clientv3.WithLease(clientv3.LeaseID(s.Lease()))); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Claim(ctx, "t", "foreign")
+	lgtest.Want(t, err, coordinator.Busy)
+	if g != (coordinator.Grant{}) {
+		t.Fatalf("busy claim returned grant %+v", g)
+	}
+}
+
+// TestAcquireSeesDeletionInItsWindows deletes the owner key inside each
+// window of Acquire's wait, where its watch (from etcd's current revision,
+// so that events come at once) cannot see the deletion: after the busy
+// answer and before the watch exists, and after the watch exists and before
+// the key is read again (with a write in between, so that the watch does not
+// cover the busy answer's revision). The waiter must still be granted: a
+// waiter that trusted its watch alone would wait until ctx's end.
+func TestAcquireSeesDeletionInItsWindows(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	for _, step := range []string{"busy", "watching"} {
+		t.Run(step, func(t *testing.T) {
+			ctx := lgtest.Ctx(t)
+			task := "window-" + step
+			holder := lgtest.Session(t, c, "holder", 10*time.Second)
+			old := lgtest.Claim(t, holder, "t", task)
+			waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+			var once sync.Once
+			remove := coordinator.SetAcquireHook(c.Keys().Owner("t", task), func(at string) {
+				if at == "busy" && step == "watching" {
+					// Move etcd's revision past the busy answer's.
+					if _, err := c.Client().Put(ctx, c.Keys().Prefix()+"/unrelated", "x"); err != nil {
+						t.Error(err)
+					}
+				}
+				if at == step {
+					once.Do(func() {
+						if err := c.RevokeLease(ctx, holder.Lease()); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			})
+			defer remove()
+			g, err := waiter.Acquire(ctx, "t", task)
+			if err != nil {
+				t.Fatalf("Acquire with the owner key deleted %s: %v", step, err)
+			}
+			if g.Owner != "waiter" || g.Epoch <= old.Epoch {
+				t.Fatalf("acquired %+v after %+v", g, old)
+			}
+		})
+	}
+}
+
+// TestAcquireClaimsAgainWhenTheKeyChangedInItsWindow: the owner key is
+// deleted and claimed again before Acquire's watch exists, so it exists when
+// Acquire reads it again, but it is another key than the one found busy.
+// Claimed by this same session, Acquire returns that grant at once; claimed
+// by another, Acquire finds it busy again (its holder named) and waits for
+// it, and is granted only once it is released. A waiter that looked only
+// at the key's existence would wait on it for good in the first case and
+// not learn the new holder in the second.
+func TestAcquireClaimsAgainWhenTheKeyChangedInItsWindow(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+
+	t.Run("by this session", func(t *testing.T) {
+		ctx := lgtest.Ctx(t)
+		holder := lgtest.Session(t, c, "holder", 10*time.Second)
+		lgtest.Claim(t, holder, "t", "mine")
+		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+		var once sync.Once
+		var mine coordinator.Grant
+		remove := coordinator.SetAcquireHook(c.Keys().Owner("t", "mine"), func(at string) {
+			once.Do(func() {
+				if err := c.RevokeLease(ctx, holder.Lease()); err != nil {
+					t.Error(err)
+				}
+				var err error
+				if mine, err = waiter.Claim(ctx, "t", "mine"); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		defer remove()
+		g, err := waiter.Acquire(ctx, "t", "mine")
+		if err != nil || g != mine {
+			t.Fatalf("Acquire = %+v, %v; want the grant claimed in its window, %+v", g, err, mine)
+		}
+	})
+
+	t.Run("by another", func(t *testing.T) {
+		ctx := lgtest.Ctx(t)
+		holder := lgtest.Session(t, c, "holder", 10*time.Second)
+		lgtest.Claim(t, holder, "t", "theirs")
+		third := lgtest.Session(t, c, "third", 10*time.Second)
+		waiter := lgtest.Session(t, c, "waiter", 10*time.Second)
+		var theirs coordinator.Grant
+		busy := 0
+		again := make(chan struct{})
+		remove := coordinator.SetAcquireHook(c.Keys().Owner("t", "theirs"), func(at string) {
+			if at != "busy" {
+				return
+			}
+			busy++ // Acquire's own goroutine: no lock needed
+			switch busy {
+			case 1:
+				if err := c.RevokeLease(ctx, holder.Lease()); err != nil {
+					t.Error(err)
+				}
+				var err error
+				if theirs, err = third.Claim(ctx, "t", "theirs"); err != nil {
+					t.Error(err)
+				}
+			case 2:
+				close(again)
+			}
+		})
+		defer remove()
+		type result struct {
+			g   coordinator.Grant
+			err error
+		}
+		out := make(chan result, 1)
+		go func() {
+			g, err := waiter.Acquire(ctx, "t", "theirs")
+			out <- result{g, err}
+		}()
+		lgtest.Wait(t, again, "Acquire to claim again and find the new holder")
+		select {
+		case r := <-out:
+			t.Fatalf("Acquire returned %+v, %v while %+v holds the task", r.g, r.err, theirs)
+		default:
+		}
+		if err := c.Release(ctx, theirs); err != nil {
+			t.Fatal(err)
+		}
+		r := <-out
+		if r.err != nil || r.g.Owner != "waiter" || r.g.Epoch <= theirs.Epoch {
+			t.Fatalf("Acquire = %+v, %v after the release of %+v", r.g, r.err, theirs)
+		}
+	})
+}
+
+// TestClaimOverStaleOwnerKeyHoldsTheTask: after a rotation an owner key of
+// the old realm holds nothing and a claim replaces it; the key is then
+// overwritten, not created, so it keeps its old create revision. The claim
+// that replaced it holds the task all the same (the compare is on the
+// key's last write, not its creation), and Session.Grants reports the
+// replacing claim's epoch (its last write), not the stale key's.
+func TestClaimOverStaleOwnerKeyHoldsTheTask(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	ctx := lgtest.Ctx(t)
+	c := lgtest.Coordinator(t, cl)
+	old := lgtest.Session(t, c, "old", 10*time.Second)
+	stale := lgtest.Claim(t, old, "t", "x")
+
+	if _, err := c.RotateRealm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := lgtest.Session(t, c, "new", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "x") // replaces the old realm's key
+	if g.Epoch <= stale.Epoch {
+		t.Fatalf("claim over the stale key: epoch %d, stale %d", g.Epoch, stale.Epoch)
+	}
+
+	// The replacing claim holds the task: a third claim is busy.
+	third := lgtest.Session(t, c, "third", 10*time.Second)
+	_, err := third.Claim(ctx, "t", "x")
+	lgtest.Want(t, err, coordinator.Busy)
+	if own, err := c.Owner(ctx, "t", "x"); err != nil || own.Epoch != g.Epoch {
+		t.Fatalf("owner after the third claim: %+v %v; want epoch %d", own, err, g.Epoch)
+	}
+
+	// Grants reads the replacing claim's epoch back.
+	grants, err := s.Grants(ctx)
+	if err != nil || len(grants) != 1 || grants[0] != g {
+		t.Fatalf("Grants: %+v %v; want [%+v]", grants, err, g)
+	}
+}
+
+// TestRealmKeyChangedBehindTheCoordinator pins the claim's and the guard's
+// handling of a realm key changed out of band.
+// Each subtest has its own prefix.
+func TestRealmKeyChangedBehindTheCoordinator(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	ctx := lgtest.Ctx(t)
+
+	t.Run("keyspace wiped: a claim and a held grant are generation mismatches, nothing written", func(t *testing.T) {
+		c := lgtest.Coordinator(t, cl, coordinator.WithPrefix("/wiped"))
+		s := lgtest.Session(t, c, "worker", 10*time.Second)
+		g := lgtest.Claim(t, s, "t", "held")
+		if _, err := c.Client().Delete(ctx, c.Keys().Realm()); err != nil {
+			t.Fatal(err)
+		}
+		lgtest.RefusedWritingNothing(t, c.Client(), c.Keys().Prefix(), coordinator.GenerationMismatch, func() error {
+			_, err := s.Claim(ctx, "t", "new")
+			return err
+		})
+		lgtest.RefusedWritingNothing(t, c.Client(), c.Keys().Prefix(), coordinator.GenerationMismatch, func() error { return c.Release(ctx, g) })
+	})
+
+	t.Run("realm rewritten with its own value: a claim adopts its revision", func(t *testing.T) {
+		c := lgtest.Coordinator(t, cl, coordinator.WithPrefix("/rewritten"))
+		s := lgtest.Session(t, c, "worker", 10*time.Second)
+		if _, err := c.Client().Put(ctx, c.Keys().Realm(), c.Realm()); err != nil {
+			t.Fatal(err)
+		}
+		g := lgtest.Claim(t, s, "t", "k")
+		if g.Realm != c.Realm() {
+			t.Fatalf("grant realm %s; want %s", g.Realm, c.Realm())
+		}
+		if err := c.Release(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestClaimRetriedAfterOtherWrites: a claim retried after its answer was
+// lost returns the epoch the lost claim was granted, even when other writes
+// moved etcd's revision in between (without them, the retry's own revision
+// equals that epoch, which hid a retry that returned the wrong one).
+func TestClaimRetriedAfterOtherWrites(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	d := lostAnswer()
+	c := lgtest.CoordinatorOf(t, lgtest.ClientWith(t, cl, d))
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	d.Arm()
+	_, err := s.Claim(ctx, "t", "k")
+	lgtest.Want(t, err, coordinator.OutcomeUnknown)
+	own, err := c.Owner(ctx, "t", "k")
+	if err != nil || own.Owner != "worker" {
+		t.Fatalf("the lost claim did not apply: %+v %v", own, err)
+	}
+	lgtest.Claim(t, lgtest.Session(t, c, "other", 10*time.Second), "t", "other-task")
+	g := lgtest.Claim(t, s, "t", "k")
+	if g.Epoch != own.Epoch {
+		t.Fatalf("retried claim: epoch %d; want the lost claim's %d", g.Epoch, own.Epoch)
+	}
+	if _, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: "op"}); err != nil {
+		t.Fatalf("commit under the retried grant: %v", err)
 	}
 }

@@ -74,14 +74,16 @@ var indepMutations = []Mutation{
 	ind("claim/retried-epoch-is-now", claimGo, "a claim retried after a lost answer reports the retry's revision as its epoch, not its claim's",
 		`Epoch: held.ModRevision, Lease: int64(s.lease)}`, `Epoch: resp.Header.Revision, Lease: int64(s.lease)}`),
 	ind("claim/retried-same-lease-any-owner", claimGo, "an owner key on this session's lease is taken as this session's claim whatever its owner label",
-		`case held.Lease == int64(s.lease) && string(held.Value) == s.owner:`, `case held.Lease == int64(s.lease):`),
+		`case held.Lease == int64(s.lease) && string(held.Value) == s.owner:`, `case held.Lease == int64(s.lease):`).
+		killedBy("./coordinator", "TestClaimDoesNotTakeAnotherLabelsKeyOnItsLease"),
 	ind("claim/no-realm-no-keyspace", claimGo, "a claim on a wiped keyspace is no_keyspace instead of authority_generation_mismatch",
 		`return Grant{}, 0, store.NewError(GenerationMismatch, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`,
 		`return Grant{}, 0, store.NewError(NoKeyspace, "claim", tenant, task, "the authority has no realm (keyspace wiped or wrong prefix)", nil)`),
 	ind("acquire/watch-from-now", claimGo, "Acquire trusts its watch from now: a release between the busy claim and the watch's start is missed",
 		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case got == nil:`),
 	ind("acquire/session-end-ignored", claimGo, "Acquire keeps waiting after its session ended",
-		`case <-s.Done():`, `case <-make(chan struct{}):`),
+		`case <-s.Done():`, `case <-make(chan struct{}):`).
+		killedBy("./coordinator", "TestAcquireReturnsWhenItsSessionEnds"),
 	ind("acquire/reclaim-in-window-missed", claimGo, "Acquire's re-read after its watch starts only counts a deletion: a key deleted and claimed again in the window keeps it waiting",
 		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case len(got.Kvs) == 0:`),
 	ind("claim/stale-key-by-create-revision", claimGo, "the claim compares the owner key's create revision with the realm's: a key of the old realm overwritten by a claim stays claimable (two holders)",
@@ -122,7 +124,8 @@ var indepMutations = []Mutation{
 	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
 		`if g.Epoch <= 0 {`, `if g.Epoch < 0 {`),
 	ind("grant/lease-zero-valid", grantGo, "a grant of lease 0 passes Validate",
-		`if g.Lease <= 0 {`, `if g.Lease < 0 {`),
+		`if g.Lease <= 0 {`, `if g.Lease < 0 {`).
+		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 	ind("grant/no-realm-valid", grantGo, "a grant without a realm passes Validate",
 		`if g.Realm == "" {`, `if false {`),
 	ind("grant/unknown-json-fields", grantGo, "a grant's JSON with a misspelt field reads as a zero value",
@@ -132,7 +135,8 @@ var indepMutations = []Mutation{
 	ind("renew/not-checked", renewGo, "Renew keeps a stale grant's lease alive without checking the grant",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
 	ind("renew/not-mutating", renewGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
-		`r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`),
+		`r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`).
+		killedBy("./coordinator", "TestRenewWhoseAnswerWasLostIsOutcomeUnknown"),
 	ind("release/realm-only-guard", releaseGo, "Release deletes the owner key under the realm compare only",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
@@ -168,9 +172,11 @@ var indepMutations = []Mutation{
 
 	// ---- coordinator/session.go
 	ind("session/margin-min", sessionGo, "the default margin is the smaller of TTL/10 and the minimum",
-		`margin: max(ttl/10, minMargin)`, `margin: min(ttl/10, minMargin)`),
+		`margin: max(ttl/10, minMargin)`, `margin: min(ttl/10, minMargin)`).
+		killedBy("./coordinator", "TestDefaultMarginIsTheLargerOfATenthAndTheMinimum"),
 	ind("session/grant-deadline-from-answer", sessionGo, "the first local deadline counts from the lease grant's answer, not its send",
-		`deadline: sent.Add(ttl - o.margin),`, `deadline: time.Now().Add(ttl - o.margin),`),
+		`deadline: sent.Add(ttl - o.margin),`, `deadline: time.Now().Add(ttl - o.margin),`).
+		killedBy("./coordinator", "TestFirstDeadlineCountsFromTheGrantsSend"),
 	ind("session/renew-deadline-from-answer", keepAliveGo, "a renewal's local deadline counts from its answer, not its send",
 		`d := r.sent.Add(time.Duration(r.ttl)*time.Second - s.margin)`, `d := time.Now().Add(time.Duration(r.ttl)*time.Second - s.margin)`),
 	ind("session/renew-unbounded", keepAliveGo, "a hanging renewal is not cut at the local deadline",
@@ -182,7 +188,8 @@ var indepMutations = []Mutation{
 		own, closeOwn, err := s.c.dialMember(ctx, ep)`, `if ep != "" && false {
 		own, closeOwn, err := s.c.dialMember(ctx, ep)`),
 	ind("session/margin-equal-ttl", sessionGo, "a margin equal to the TTL is accepted (the session is born past its deadline)",
-		`if o.margin >= ttl {`, `if o.margin > ttl {`),
+		`if o.margin >= ttl {`, `if o.margin > ttl {`).
+		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 	ind("session/ttl-fraction", sessionGo, "a TTL that is not whole seconds is accepted (and rounded by etcd)",
 		`if ttl <= 0 || ttl%time.Second != 0 {`, `if ttl <= 0 {`),
 	ind("session/raised-ttl-accepted", sessionGo, "a TTL etcd raised to its minimum is accepted silently",
@@ -190,7 +197,8 @@ var indepMutations = []Mutation{
 	ind("session/raised-ttl-lease-leaked", sessionGo, "the lease of a refused raised TTL is not revoked",
 		`rerr := c.revoke(ctx, "session", int64(resp.ID))`, `var rerr error`),
 	ind("session/usable-ignores-end", sessionGo, "a session whose lease was lost (deadline not yet passed) still claims",
-		`if err := s.cause(); err != nil {`, `if err := s.cause(); err != nil && false {`),
+		`if err := s.cause(); err != nil {`, `if err := s.cause(); err != nil && false {`).
+		killedBy("./coordinator", "TestClosedSessionNeverClaims"),
 	ind("session/usable-ignores-deadline", sessionGo, "a session past its local deadline acts until its timer fires",
 		`if time.Now().After(s.Deadline()) {`, `if false {`).
 		equivalent("Done closes at the local deadline, by the deadline timer (without keepalive) or the keepalive goroutine's; the check covers only the scheduling delay of that timer's callback, which no test can hold open"),
@@ -207,9 +215,11 @@ var indepMutations = []Mutation{
 	ind("session/zero-ttl-renewed", keepAliveGo, "a keepalive answered with TTL 0 (lease unknown) counts as a renewal, not lease lost",
 		`if resp.TTL <= 0 { // etcd's answer`, `if resp.TTL < 0 { // etcd's answer`),
 	ind("session/close-expired-error", sessionGo, "closing a session whose lease already expired is an error",
-		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`),
+		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`).
+		killedBy("./coordinator", "TestCloseAfterTheLeaseIsGoneIsNotAnError"),
 	ind("revoke/zero-lease", leasesGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
-		"if lease <= 0 {\n\t\treturn Invalid(\"lease revoke\"", "if lease < 0 {\n\t\treturn Invalid(\"lease revoke\""),
+		"if lease <= 0 {\n\t\treturn Invalid(\"lease revoke\"", "if lease < 0 {\n\t\treturn Invalid(\"lease revoke\"").
+		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 
 	// ---- coordinator/grants.go (Session.Grants) and release.go (ReleaseTask)
 	ind("grants/old-realm-listed", grantsGo, "Session.Grants lists owner keys older than the realm",
@@ -229,13 +239,15 @@ var indepMutations = []Mutation{
 	ind("limits/max-ops-inclusive", limitsGo, "a Txn of exactly max-txn-ops ops is refused",
 		`if n.n > max {`, `if n.n >= max {`),
 	ind("limits/range-end-inclusive", limitsGo, "a put of a ranged delete's end key counts as overlapping",
-		`bytes.Compare(key, d.to) < 0)`, `bytes.Compare(key, d.to) <= 0)`),
+		`bytes.Compare(key, d.to) < 0)`, `bytes.Compare(key, d.to) <= 0)`).
+		killedBy("./coordinator", "TestTxnLimitsCountWhatEtcdCounts"),
 	ind("limits/from-key-delete", limitsGo, "a from-key delete overlapping a put is not caught",
 		`(bytes.Equal(d.to, []byte{0}) || bytes.Compare(key, d.to) < 0)`, `bytes.Compare(key, d.to) < 0`),
 	ind("limits/double-put", limitsGo, "a key put twice in one branch is not caught",
 		`if puts[k] {`, `if false {`),
 	ind("limits/size-else-uncounted", limitsGo, "the size estimate leaves out the Else ops",
-		`for _, ops := range [][]clientv3.Op{r.Then, r.Else} {`, `for _, ops := range [][]clientv3.Op{r.Then} {`),
+		`for _, ops := range [][]clientv3.Op{r.Then, r.Else} {`, `for _, ops := range [][]clientv3.Op{r.Then} {`).
+		killedBy("./coordinator", "TestTxnLimitsCountWhatEtcdCounts"),
 
 	// ---- coordinator/realm.go
 	ind("metrics/register-failure-kept", metricsGo, "a New whose metrics fail to register leaves the ones it registered on the registry",
@@ -329,7 +341,8 @@ var indepMutations = []Mutation{
 	ind("leases/stale-unmarked", leasesGo, "lease listings compare owner keys with the realm's CreateRevision: keys from before a rotation are not stale",
 		`Stale: realm != nil && kv.ModRevision < realm.ModRevision})`, `Stale: realm != nil && kv.ModRevision < realm.CreateRevision})`),
 	ind("lease/zero-id", leasesGo, "Lease(0) is sent to etcd instead of refused as invalid_input",
-		"if id <= 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"", "if id < 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\""),
+		"if id <= 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"", "if id < 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"").
+		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 	ind("lease/expired-shown", leasesGo, "an expired lease is shown empty instead of expired_owner",
 		`if li.TTLLeft < 0 && li.GrantedTTL == 0 {`, `if false {`),
 
@@ -339,7 +352,8 @@ var indepMutations = []Mutation{
 	ind("origin/cluster-id-unchecked", restoreGo, "another cluster ID than the origin's raises no warning",
 		`if o.ClusterID != now.ClusterID {`, `if false {`),
 	ind("origin/two-clusters-accepted", restoreGo, "endpoints answering for two clusters are not refused",
-		`if answered && o.ClusterID != best.ClusterID {`, `if false {`),
+		`if answered && o.ClusterID != best.ClusterID {`, `if false {`).
+		killedBy("./coordinator", "TestEndpointsOfTwoClustersAreRefused"),
 	// (a later round, from the source only: these two survived every
 	// package's tests; origin_test.go kills them)
 	ind("origin/check-largest-distance", restoreGo, "checking an origin reads the member with the largest revision − raft index: a member behind the others can make the realm look restored",
@@ -353,11 +367,14 @@ var indepMutations = []Mutation{
 
 	// ---- coordinator/watch.go
 	ind("watch/rev-overlap", watchGo, "the ownership watch starts at the last revision delivered, not after it",
-		`clientv3.WithRev(w.rev+1), clientv3.WithPrevKV()`, `clientv3.WithRev(w.rev), clientv3.WithPrevKV()`),
+		`clientv3.WithRev(w.rev+1), clientv3.WithPrevKV()`, `clientv3.WithRev(w.rev), clientv3.WithPrevKV()`).
+		killedBy("./coordinator", "TestWatchDoesNotReplayTheListedRevision"),
 	ind("watch/resync-ignores-epoch", watchGo, "a re-list after a compaction misses a task re-claimed meanwhile (same key, new epoch)",
-		`if cur, still := now[key]; !still || cur.Epoch != w.known[key].Epoch {`, `if cur, still := now[key]; !still || cur.Epoch < 0 {`),
+		`if cur, still := now[key]; !still || cur.Epoch != w.known[key].Epoch {`, `if cur, still := now[key]; !still || cur.Epoch < 0 {`).
+		killedBy("./coordinator", "TestWatchCutReportsAReclaimAsVacatedThenOwned"),
 	ind("watch/stale-delete-reported", watchGo, "the deletion of an owner key vacated at a rotation is reported again",
-		`return true // a stale key going away: it was vacated at the rotation`, ``),
+		`return true // a stale key going away: it was vacated at the rotation`, ``).
+		killedBy("./coordinator", "TestWatchReportsAStaleKeyOnce"),
 	ind("watch/rotation-ignored", watchGo, "a realm rotation does not vacate the owners it cut off",
 		`if o := w.known[k]; o.Epoch < ev.Kv.ModRevision {`, `if o := w.known[k]; false {`),
 
