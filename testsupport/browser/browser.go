@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,8 +154,13 @@ func Start(t testing.TB, opts ...Option) *Browser {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), ao...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	// The first action starts the browser, which lives as long as the
-	// context of that action.
-	if err := firstRun(ctx); err != nil {
+	// context of that action. One Chromium starts at a time on the
+	// machine (go test runs package binaries in parallel, and a start
+	// takes seconds of CPU): the starts queue on a lock file.
+	unlock := startLock(t)
+	err := firstRun(ctx)
+	unlock()
+	if err != nil {
 		cancel()
 		cancelAlloc()
 		t.Fatalf("browser: starting %s: %v", path, err)
@@ -166,8 +172,29 @@ func Start(t testing.TB, opts ...Option) *Browser {
 	return &Browser{alloc: alloc, ctx: ctx}
 }
 
-// StartTimeout bounds starting Chromium or opening a tab.
-const StartTimeout = 60 * time.Second
+// StartTimeout bounds starting Chromium or opening a tab: generous, for a
+// loaded 2-core machine (a start measured 9-60 s at load average 30-60).
+const StartTimeout = 3 * time.Minute
+
+// startLock takes the machine-wide lock that queues Chromium starts,
+// $TMPDIR/leasegate-browser-start.lock, and returns its release.
+func startLock(t testing.TB) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "leasegate-browser-start.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Logf("browser: no start lock (%v): starting unqueued", err)
+		return func() {}
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Logf("browser: no start lock (%v): starting unqueued", err)
+		return func() {}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
+}
 
 // firstRun runs no action on a fresh chromedp context, which starts its
 // browser or opens its tab, bounded by StartTimeout without putting a
@@ -210,8 +237,8 @@ func (b *Browser) NewPage(t testing.TB, width, height int) *Page {
 // wrap (chromedp.Run(p.Context(), chromedp.Click(...))).
 func (p *Page) Context() context.Context { return p.ctx }
 
-// Timeout bounds every action of a Page.
-const Timeout = 30 * time.Second
+// Timeout bounds every action of a Page (generous: a loaded machine).
+const Timeout = 2 * time.Minute
 
 func (p *Page) do(t testing.TB, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
