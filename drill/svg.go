@@ -37,13 +37,15 @@ func (t *Trajectory) SVG(w io.Writer) error {
 
 // laneNames are the lanes' names and second lines, by actor.
 var laneNames = map[string][2]string{
-	"commander": {"commander", "approves, repairs"},
-	"operator":  {"operator", "a person's edits"},
-	"temporal":  {"workflow", "the naive engine"},
-	"aurora":    {"Aurora", "bar: the writer"},
-	"route53":   {"Route 53", "bar: traffic to"},
-	"audit":     {"audit", "provider logs"},
-	"network":   {"network", ""},
+	"commander":          {"commander", "approves, repairs"},
+	"incident-commander": {"commander", "the world's approver"},
+	"traffic-policy":     {"traffic policy", "approves traffic"},
+	"operator":           {"operator", "a person's edits"},
+	"temporal":           {"workflow", "the naive engine"},
+	"aurora":             {"Aurora", "bar: the writer"},
+	"route53":            {"Route 53", "bar: traffic to"},
+	"audit":              {"audit", "provider logs"},
+	"network":            {"network", ""},
 }
 
 // stateMeaning explains a journal state for the picture's key.
@@ -103,7 +105,7 @@ func (t *Trajectory) Chart() timeline.Chart {
 	}
 	sort.Strings(workers)
 	rank := func(a string) int {
-		for i, x := range []string{"commander", "operator", "temporal", "aurora", "route53", "audit", "network"} {
+		for i, x := range []string{"commander", "incident-commander", "traffic-policy", "operator", "temporal", "aurora", "route53", "audit", "network"} {
 			if a == x {
 				return i
 			}
@@ -166,6 +168,10 @@ func (t *Trajectory) Chart() timeline.Chart {
 	return c
 }
 
+// kindWorldDecision is the kind of the world's commander's and traffic
+// policy's decisions (approve, reject, hold, resolve) in a trajectory.
+const kindWorldDecision Kind = "decision"
+
 // clusterClass is the colour class of a cluster or record value.
 func clusterClass(v string) string { return "value-" + v }
 
@@ -187,6 +193,7 @@ func drillStyles() map[string]timeline.Style {
 		"refused":                      {Legend: "the gateway refused a worker"},
 		"hold":                         {Legend: "a worker holds for the commander"},
 		"note":                         {Legend: "a decision, and why"},
+		"decision":                     {Fill: "#0277bd", Text: "#ffffff", Legend: "the world's commander or traffic policy decides"},
 		"read":                         {Legend: "a read or a poll (dot, no number)"},
 	}
 }
@@ -215,6 +222,8 @@ func eventClass(e Event) string {
 		return "read"
 	case KindNote:
 		return "note"
+	case kindWorldDecision:
+		return "decision"
 	}
 	return "read"
 }
@@ -268,6 +277,19 @@ func explain(e Event, order map[int64]int) (label, text string, ok bool) {
 		return "HOLD", fmt.Sprintf("%s holds for the commander: %s", who(e.Actor), canonicalEpochs(order, e.Detail)), true
 	case KindResume:
 		return "resume", "commander: " + canonicalEpochs(order, e.Detail), true
+	case kindWorldDecision:
+		name := e.Actor
+		if n, ok := laneNames[e.Actor]; ok {
+			name = n[0]
+		}
+		text := fmt.Sprintf("%s decides: %s %s", name, e.Effect, orDash(e.Operation))
+		if e.Value != "" {
+			text += " (" + e.Value + ")"
+		}
+		if e.Detail != "" {
+			text += ": " + canonicalEpochs(order, e.Detail)
+		}
+		return e.Effect, text, true
 	case KindNote:
 		if e.Actor == "commander" || strings.Contains(e.Detail, "adopts") || strings.Contains(e.Detail, "wakes up") ||
 			strings.Contains(e.Detail, "late activity") || strings.Contains(e.Detail, "verified") {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
@@ -245,4 +246,20 @@ func laneNameY(t *testing.T, svg []byte) string {
 	j := bytes.LastIndex(svg[:i], []byte(`y="`))
 	k := bytes.IndexByte(svg[j+3:], '"')
 	return string(svg[j+3 : j+3+k])
+}
+
+// TestWorldDecisionsAreExplained: a decision of the world's commander is a
+// numbered step in its own lane, with what was decided and why.
+func TestWorldDecisionsAreExplained(t *testing.T) {
+	tr := &drill.Trajectory{Design: drill.Fenced, Original: "aurora-use1", FinalWriter: "aurora-use1", FinalTraffic: "aurora-use1",
+		Events: []drill.Event{{At: time.Second, Kind: "decision", Actor: "incident-commander", Operation: "promote/x", Effect: "reject", Value: "loss_bound", Detail: "lag 9s past the bound"}}}
+	var b bytes.Buffer
+	if err := tr.SVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">commander</text>", "commander decides: reject promote/x (loss_bound): lag 9s past the bound", "the world&#39;s commander or traffic policy decides"} {
+		if !bytes.Contains(b.Bytes(), []byte(want)) {
+			t.Errorf("the picture lacks %q", want)
+		}
+	}
 }
