@@ -1,6 +1,6 @@
 package main
 
-// The independent list (issue 13): realistic bugs planted in every safety
+// The independent list: realistic bugs planted in every safety
 // file by someone who had read only the non-test code, before reading any
 // test — off-by-ones in deadlines and bounds, compares dropped or
 // weakened, operators flipped, classification branches swapped or
@@ -8,7 +8,9 @@ package main
 // from the wrong field, a cache keyed too coarsely. Their names start with
 // indep/; `go run ./tools/mutate -only '^indep/'` runs them alone. Each
 // runs the tests of its own package and of the safety packages built on
-// it, whole (the list was written without knowing the tests' names).
+// it, whole (the list was written without knowing the tests' names);
+// where a test was later written or found to kill one, killedBy names it
+// and it runs first.
 //
 // The score of this list, before and after the tests its survivors led
 // to, is in docs/reliability.md ("The independent mutation list").

@@ -12,15 +12,16 @@
 //	go run ./tools/mutate -only '^indep/' # the independent list alone
 //
 // The list has two parts: mutations.go, written with the tests, and
-// indep.go, written by someone who had read only the non-test code
-// (issue 13); docs/reliability.md gives the score of each.
+// indep.go, written by someone who had read only the non-test code;
+// docs/reliability.md gives the score of each.
 //
 // The real tree is never written: the tool copies the files git knows
 // (tracked and untracked-but-not-ignored) into a temporary directory and
 // mutates the copy, one mutation at a time, restoring each file after its
 // run. Before running anything it checks that every mutation's original
-// snippet occurs exactly once in its file, and fails (exit 2) naming the
-// ones that do not, so the list cannot silently rot as the code changes.
+// snippet occurs exactly once in its file, and that every -run pattern
+// names a test of its package, and fails (exit 2) naming the ones that do
+// not, so the list cannot silently rot as the code and its tests change.
 //
 // Each mutation first runs its targeted tests (package and -run pattern,
 // the ones expected to kill it), stopping at the first red; a mutant that
