@@ -41,7 +41,7 @@ func (pt *procTrial) commander(ctx context.Context) {
 	}
 	due := map[string]time.Duration{}   // record (operation and seq) → when the commander decides
 	since := map[string]time.Duration{} // ... → when it first saw it
-	tk := time.NewTicker(50 * time.Millisecond)
+	tk := time.NewTicker(100 * time.Millisecond)
 	defer tk.Stop()
 	for {
 		select {

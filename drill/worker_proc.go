@@ -271,7 +271,7 @@ func (pt *procTrial) newGateway() (http.Handler, error) {
 
 // tick fires the world's events as their time comes.
 func (pt *procTrial) tick(ctx context.Context) {
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {

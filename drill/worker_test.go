@@ -3,10 +3,12 @@ package drill_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,4 +183,42 @@ func TestPythonNaiveRecoveryWorkerFails(t *testing.T) {
 	if !strings.Contains(rep.Why, "violations") {
 		t.Fatalf("why %q", rep.Why)
 	}
+}
+
+// BenchmarkWorkerDrillPython measures the drill of a user's worker:
+// examples/python/recovery_worker.py, 16 trials at once per iteration (a
+// seed per iteration), reported as trials/s (docs/performance.md).
+func BenchmarkWorkerDrillPython(b *testing.B) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 is not installed")
+	}
+	cli := embedtest.NewCluster(b).Client(b)
+	ctx := context.Background()
+	trials, violations := 0, 0
+	var self0, kids0 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids0)
+	for i := 0; b.Loop(); i++ {
+		rep, err := drill.Run(ctx, cli, drill.WithTrials(16), drill.WithParallel(16), drill.WithSeed(uint64(2026+i)),
+			drill.WithPrefix(fmt.Sprintf("/bench/%d", i)), drill.WithWorker(py, "../examples/python/recovery_worker.py"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		trials += rep.Designs[drill.Worker].Trials
+		violations += rep.Designs[drill.Worker].TotalViolations
+	}
+	var self1, kids1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self1)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids1)
+	b.ReportMetric(float64(trials)/b.Elapsed().Seconds(), "trials/s")
+	b.ReportMetric(float64(violations), "violations")
+	// CPU per trial: the drill's process (etcd, gateway, world), and its
+	// children (the worker's processes), user + system.
+	b.ReportMetric((cpuSeconds(self1)-cpuSeconds(self0))/float64(trials), "drill-cpu-s/trial")
+	b.ReportMetric((cpuSeconds(kids1)-cpuSeconds(kids0))/float64(trials), "worker-cpu-s/trial")
+}
+
+func cpuSeconds(r syscall.Rusage) float64 {
+	return time.Duration(r.Utime.Nano()+r.Stime.Nano()).Seconds()
 }

@@ -27,16 +27,67 @@ What makes it safe is the seed-003 lesson, in this order:
     leasegate drill --worker 'python3 examples/python/recovery_worker.py' --trials 20
 """
 
+import http.client
 import json
 import os
 import sys
+import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from leasegate_worker import WORKER, Gateway, LeasegateError  # noqa: E402
 
 EXIT_DONE, EXIT_USAGE, EXIT_HELD, EXIT_FENCED = 0, 2, 3, 4
 FENCED = ("stale_owner", "expired_owner")
+
+
+class KeepAliveGateway(Gateway):
+    """The module's Gateway with one kept-alive HTTPS connection per thread
+    (the session's renewals run on a thread of their own): a worker that
+    polls pays one TLS handshake, not one per call. The dispositions are
+    the module's: nothing sent is a hold; a write sent without an answer
+    is outcome_unknown."""
+
+    def __init__(self, url, ca, cert, key, timeout):
+        super().__init__(url, ca, cert, key, timeout)
+        u = urllib.parse.urlsplit(self.url)
+        self.host, self.port, self.base = u.hostname, u.port or 443, u.path
+        self.local = threading.local()
+
+    def call(self, service, method, body, write=True):
+        conn = getattr(self.local, "conn", None)
+        sent = False
+        try:
+            if conn is None:
+                conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=self.timeout)
+                conn.connect()
+                self.local.conn = conn
+            sent = True
+            conn.request("POST", "%s/%s/%s" % (self.base, service, method), body=json.dumps(body).encode(),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            if conn is not None:
+                conn.close()
+            self.local.conn = None
+            if not sent or not write:
+                raise LeasegateError("authority_unavailable", "not answered: %s" % e, "hold: nothing was written; retry later")
+            raise LeasegateError("outcome_unknown", "sent, no answer: %s" % e,
+                                 "it may have applied; retry the same operation to learn")
+        if resp.status == 200:
+            return json.loads(raw or b"{}")
+        try:
+            err = json.loads(raw)
+        except ValueError:
+            err = {}
+        for d in err.get("details", []):
+            r = d.get("debug") or {}
+            if d.get("type") == "leasegate.v1.Refusal" and r.get("disposition"):
+                raise LeasegateError(r["disposition"], r.get("detail", ""), r.get("hint", ""), err.get("code", ""))
+        raise LeasegateError("outcome_unknown" if write else "authority_unavailable",
+                             "HTTP %d without a refusal: %s" % (resp.status, raw[:200]))
 
 
 class Held(Exception):
@@ -63,8 +114,8 @@ def world(digest):
 class Recovery:
     def __init__(self):
         # A Reconcile may poll the provider for a while: a long timeout.
-        self.gw = Gateway(env("LEASEGATE_GATEWAY"), env("LEASEGATE_CA"), env("LEASEGATE_CERT"), env("LEASEGATE_KEY"),
-                          timeout=60.0)
+        self.gw = KeepAliveGateway(env("LEASEGATE_GATEWAY"), env("LEASEGATE_CA"), env("LEASEGATE_CERT"),
+                                   env("LEASEGATE_KEY"), timeout=60.0)
         self.tenant, self.task = env("LEASEGATE_TENANT"), env("LEASEGATE_TASK")
         try:
             self.plan = json.loads(env("LEASEGATE_PLAN"))
@@ -157,7 +208,7 @@ class Recovery:
                 self.reconcile()
                 continue
             if st in ("PROPOSED", "MANUAL_REVIEW"):
-                time.sleep(0.1)  # the commander decides
+                time.sleep(0.25)  # the commander decides
                 continue
             return st
         raise Held("%s never settled" % op)
@@ -194,7 +245,7 @@ class Recovery:
             w = self.topology()
             if w.get("writer") == target and not w.get("promoting"):
                 return target
-            time.sleep(0.1)
+            time.sleep(0.25)
         raise Held("the topology never showed %s as the writer" % target)
 
     def recover_traffic(self, writer):
