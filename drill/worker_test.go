@@ -220,5 +220,5 @@ func BenchmarkWorkerDrillPython(b *testing.B) {
 }
 
 func cpuSeconds(r syscall.Rusage) float64 {
-	return time.Duration(r.Utime.Nano()+r.Stime.Nano()).Seconds()
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano()).Seconds()
 }
