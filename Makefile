@@ -12,13 +12,15 @@ STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # of its time waiting on real leases and timeouts (a warm run keeps about
 # 0.7 of the two CPUs busy), so `make test` runs four package binaries at
 # once (TEST_P): 2 min 55 s warm against 4 min 55 s at go test's default of
-# one per CPU. test-race keeps the default: the race detector is CPU-bound.
+# one per CPU. test-race keeps the default: the race detector is CPU-bound,
+# and its package binaries get 15 min each (the drill, cli and console
+# packages run real processes and a browser, several times slower under it).
 TEST_P ?= 4
 test: vet provider-note typescript
 	$(GO) test -p $(TEST_P) -count=1 -timeout 7m $(PKGS)
 
 test-race: vet provider-note typescript
-	$(GO) test -race -count=1 -timeout 7m $(PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

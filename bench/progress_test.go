@@ -83,6 +83,9 @@ func TestTakeoverProgressAndInterrupt(t *testing.T) {
 		Trials: 50, TTL: 3 * time.Second, PollInterval: 50 * time.Millisecond, Causes: []string{bench.Revoke},
 		Contenders: []string{bench.Acquire, bench.Campaign, bench.AcquireFromBusy}, Progress: l.progress, Logger: lg})
 	// Round 2 runs election, acquire-from-busy, then acquire.
+	if rep == nil {
+		t.Fatalf("no report, error %v; want the report of the run so far", err)
+	}
 	wantInterrupted(t, err, rep.Interrupted, "after 5 of 150 trials")
 	if l.first.Done != 0 || l.first.Total != 150 || l.first.Expected <= 0 || !strings.Contains(l.first.Line, "150 trials") {
 		t.Errorf("first progress %+v; want the plan", l.first)
@@ -123,6 +126,9 @@ func TestRunProgressAndInterrupt(t *testing.T) {
 	l, ctx := newProgressLog(t, `^round 1/5, 1 workers, \S+: \d+ ops/s, p50 [0-9.]+ ms, p99 [0-9.]+ ms, 0 errors, cpu (\d+|-) µs/op$`, 2)
 	rep, err := bench.Run(ctx, bench.Config{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true}, Workers: []int{1},
 		Rounds: 5, Duration: 20 * time.Millisecond, Variants: []string{bench.Commit, bench.BareCommit}, Progress: l.progress})
+	if rep == nil {
+		t.Fatalf("no report, error %v; want the report of the run so far", err)
+	}
 	wantInterrupted(t, err, rep.Interrupted, "after 2 of 10 cells")
 	if !strings.Contains(l.lines[0], "about") || l.first.Expected != 10*20*time.Millisecond {
 		t.Errorf("plan %+v", l.first)
@@ -147,6 +153,9 @@ func TestScaleProgressAndInterrupt(t *testing.T) {
 	l, ctx := newProgressLog(t, `^10 grants: owner keys gone`, 1)
 	rep, err := bench.Scale(ctx, bench.ScaleConfig{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true},
 		Sizes: []int{10, 20}, Workers: 2, Commits: 2, TTL: time.Second, PerLock: -1, Progress: l.progress})
+	if rep == nil {
+		t.Fatalf("no report, error %v; want the report of the run so far", err)
+	}
 	wantInterrupted(t, err, rep.Interrupted, "after 3 of 6 steps")
 	want := []string{`^bench scale: sizes \[10 20\]`, `^10 grants: claimed at \d+/s`, `^10 grants: commit p50`, `^10 grants: owner keys gone`}
 	if len(l.lines) != len(want) {
