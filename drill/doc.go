@@ -29,6 +29,18 @@
 // real trial is a draw of the seed's faults, not a replayable function of
 // it.
 //
+// WithWorker drills a user's worker instead (worker.go, worker_world.go,
+// worker_proc.go, worker_commander.go): any program that speaks the
+// gateway API, run as processes (a certificate each, a replacement after
+// its heartbeat timeout) against the server of `leasegate serve` holding
+// the trial's simulated providers, on real time (the world's clock 10x),
+// with the world's incident commander acting through the gateway's
+// approver API. Its graders read the world only: the providers' logs, the
+// journal and the owner key in etcd. The contract the program must follow
+// is in docs/drill.md; a breach is the drill's error (ErrWorkerContract).
+// As with real providers, the Guarantees about determinism are the
+// simulated drill's: a worker's trial is a draw of its seed's faults.
+//
 // # Guarantees
 //
 //   - A trial is a function of the seed and its number: actors run one at
