@@ -50,3 +50,40 @@ func TestUsageErrorsPointAtTheirOwnHelp(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpAndCompletion: every command's help has an example, and shell
+// completion lists the commands.
+func TestHelpAndCompletion(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"etcd"}, {"claim"}, {"renew"}, {"release"}, {"commit"}, {"status"}, {"list"},
+		{"watch"}, {"lease", "revoke"}, {"realm", "show"}, {"realm", "rotate"}, {"run"}} {
+		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
+			t.Parallel()
+			r := execApp(t, call{}, append(cmd, "--help")...)
+			_, example, _ := strings.Cut(r.stdout, "Example:\n      leasegate ")
+			example, _, _ = strings.Cut(example, "\n")
+			if r.code != 0 || !strings.Contains(example, cmd[len(cmd)-1]) || r.stderr != "" {
+				t.Fatalf("no example of %s: exit %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
+			}
+			h := execApp(t, call{}, append([]string{"help"}, cmd...)...)
+			if h.stdout != r.stdout {
+				t.Fatalf("'help %s' differs from '--help'", strings.Join(cmd, " "))
+			}
+		})
+	}
+	t.Run("completion", func(t *testing.T) {
+		t.Parallel()
+		out := asProcess(t, nil, "--generate-bash-completion")
+		for _, cmd := range []string{"claim", "commit", "run", "realm", "lease"} {
+			if !strings.Contains(out, cmd+"\n") {
+				t.Fatalf("completion lacks %s:\n%s", cmd, out)
+			}
+		}
+		if out := asProcess(t, nil, "realm", "--generate-bash-completion"); out != "show\nrotate\n" {
+			t.Fatalf("realm completion %q", out)
+		}
+		if out := asProcess(t, nil, "claim", "--te", "--generate-bash-completion"); out != "--tenant\n" {
+			t.Fatalf("flag completion %q", out)
+		}
+	})
+}

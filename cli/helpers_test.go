@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -367,4 +368,24 @@ func (b *background) wait(t *testing.T) result {
 		t.Fatal("the command did not return")
 	}
 	return result{}
+}
+
+func wantFields(t *testing.T, line string, want ...string) {
+	t.Helper()
+	if got := strings.Fields(line); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("row %q, want fields %q", line, want)
+	}
+}
+
+// asProcess runs the test binary as leasegate with args and env added to
+// its environment, and returns its stdout; it must exit 0.
+func asProcess(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), asBinary+"=1"), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("leasegate %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
 }

@@ -65,3 +65,20 @@ func (e *env) stateValue(t *testing.T, tenant, task string) []byte {
 	}
 	return st.Value
 }
+
+// TestGrantFromStdin: --grant - reads claim's output or a bare grant.
+func TestGrantFromStdin(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g, grant := e.claim(t, "acme", "invoices", "worker-1", "30s")
+	bare, _ := json.Marshal(g)
+	for i, stdin := range []string{readFile(t, grant), string(bare)} {
+		r := e.exec(t, call{stdin: stdin, args: []string{"commit", "--grant", "-", "--operation", "op",
+			"--value", "v", "--expected-version", "0"}})
+		d := coordinator.Committed
+		if i > 0 {
+			d = coordinator.HistoricalRetry
+		}
+		want(t, r, cli.ExitDone, d)
+	}
+}

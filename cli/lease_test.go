@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,5 +240,52 @@ func TestLeaseRevokeThroughTheGatewayOffersNoForce(t *testing.T) {
 	}
 	if ttl.TTL <= 0 {
 		t.Fatal("the refused revoke revoked the lease")
+	}
+}
+
+// TestLeaseRevoke: the operator's forced expiry names what it vacated; a
+// lease already gone is refused (exit 1); hex IDs as etcdctl prints them
+// are accepted.
+func TestLeaseRevoke(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g, _ := e.claim(t, "acme", "invoices", "worker-1", "30s")
+	hex := fmt.Sprintf("%016x", g.Lease) // as status and etcdctl print it
+	r := e.lg(t, "lease", "revoke", "--lease", hex)
+	obj := want(t, r, cli.ExitDone, "ok")
+	if obj["lease"] != fmt.Sprintf("%016x", g.Lease) || fmt.Sprint(obj["vacated"]) != "[map[task:invoices tenant:acme]]" {
+		t.Fatalf("revoke printed %v", obj)
+	}
+	if o, err := e.co.Owner(t.Context(), "acme", "invoices"); err != nil || o.Owned() {
+		t.Fatalf("after revoke: %+v, %v", o, err)
+	}
+	e.writesNothing(t, "a refused revoke", func() {
+		r := e.lg(t, "lease", "revoke", "--lease", strconv.FormatInt(g.Lease, 10))
+		wantOperatorAdvice(t, r, cli.ExitRefused, coordinator.ExpiredOwner, "etcd no longer knows this lease")
+		if !strings.Contains(r.stderr, "nothing to revoke") {
+			t.Fatalf("stderr %q", r.stderr)
+		}
+	})
+
+	// --grant revokes the grant's lease: claim's output is accepted as is.
+	g2, file := e.claim(t, "acme", "invoices", "worker-2", "30s")
+	r = e.lg(t, "lease", "revoke", "--grant", file)
+	if obj := want(t, r, cli.ExitDone, "ok"); obj["lease"] != fmt.Sprintf("%016x", g2.Lease) {
+		t.Fatalf("revoke --grant printed %v", obj)
+	}
+	if o, err := e.co.Owner(t.Context(), "acme", "invoices"); err != nil || o.Owned() {
+		t.Fatalf("after revoke --grant: %+v, %v", o, err)
+	}
+	e.writesNothing(t, "an invalid revoke", func() {
+		want(t, e.lg(t, "lease", "revoke", "--grant", file, "--lease", "1"), cli.ExitInvalid, coordinator.InvalidInput)
+		want(t, e.lg(t, "lease", "revoke", "--grant", e.file(t, "{}")), cli.ExitInvalid, coordinator.InvalidInput)
+	})
+
+	// The table says the lease is revoked, not the TTL it had before.
+	g3, _ := e.claim(t, "acme", "invoices", "worker-3", "30s")
+	r = e.lg(t, "-o", "table", "lease", "revoke", "--lease", coordinator.FormatLeaseID(g3.Lease))
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 2 || !strings.Contains(lines[1], "revoked (") || !strings.Contains(lines[1], "s were left)") {
+		t.Fatalf("revoke table:\n%s", r.stdout)
 	}
 }
