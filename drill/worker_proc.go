@@ -178,7 +178,7 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	audit := &auditTrail{s: s, duplicate: p.auditDuplicate, delayLong: p.auditDelay}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pt := &procTrial{pr: pr, ctx: tctx, trial: trial, task: fmt.Sprintf("incident-%d", trial), tenant: r.tenant(Worker), plan: p,
+	pt := &procTrial{pr: pr, ctx: ctx, live: tctx, trial: trial, task: fmt.Sprintf("incident-%d", trial), tenant: r.tenant(Worker), plan: p,
 		s: s, topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, traj: traj,
 		effects: map[string]string{}, epochs: map[int64]string{}, claimedCh: make(chan struct{}), byName: map[string]*procInstance{}}
 	pt.dns.longDelay = p.dnsLong
@@ -192,8 +192,7 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 		return traj, []error{err}
 	}
 	pt.journal = l
-	handler, err := pt.newGateway()
-	if err != nil {
+	if pt.handler, err = pt.newGateway(); err != nil {
 		return traj, []error{err}
 	}
 	pr.mu.Lock()
@@ -201,7 +200,6 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	pt.key = fmt.Sprintf("%s-%d-%d", Worker, trial, pr.n)
 	pr.trials[pt.key] = pt
 	pr.mu.Unlock()
-	pt.handler = handler
 	defer func() {
 		pr.mu.Lock()
 		delete(pr.trials, pt.key)
@@ -231,10 +229,10 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	pt.inflight.Wait()
 	cancel()
 	bg.Wait()
+	pt.wakes.Wait()
 
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
-	pt.ctx = context.WithoutCancel(ctx)
 	pt.syncClaims()
 	pt.syncJournal()
 	pt.settle()
@@ -315,7 +313,7 @@ func (pt *procTrial) serve(w http.ResponseWriter, r *http.Request, name, method 
 	if wait != nil {
 		select {
 		case <-wait:
-		case <-pt.ctx.Done():
+		case <-pt.live.Done():
 			return
 		}
 	}
@@ -401,12 +399,14 @@ func (pt *procTrial) stopAt(inst *procInstance, win pwindow, what string) {
 	state := waitProcState(pt.ctx, inst.pid, 'T', time.Second)
 	pt.add(Event{Kind: KindFault, Actor: inst.name, Effect: string(FaultWorkerPaused),
 		Detail: fmt.Sprintf("SIGSTOP pid %d (%s, state %c): %s", inst.pid, win, state, what)})
+	pt.wakes.Add(1)
 	go pt.wake(inst)
 }
 
 // wake sends a paused instance SIGCONT once another instance claimed the
 // task (or 20 s passed), plus the plan's wakeAfter.
 func (pt *procTrial) wake(inst *procInstance) {
+	defer pt.wakes.Done()
 	defer close(inst.woken)
 	bound := time.NewTimer(20 * time.Second)
 	defer bound.Stop()
@@ -422,13 +422,13 @@ func (pt *procTrial) wake(inst *procInstance) {
 		case <-ch:
 			continue
 		case <-bound.C:
-		case <-pt.ctx.Done():
+		case <-pt.live.Done():
 		}
 		break
 	}
 	select {
 	case <-time.After(pt.plan.wakeAfter):
-	case <-pt.ctx.Done():
+	case <-pt.live.Done():
 	}
 	pt.mu.Lock()
 	defer pt.mu.Unlock()

@@ -31,7 +31,9 @@ import (
 // procTrial is one trial of a user's worker.
 type procTrial struct {
 	pr     *procRun
-	ctx    context.Context
+	ctx    context.Context // the run's: etcd reads, to the end of the trial's grading
+	live   context.Context // ended as the trial ends: what waits on the trial's processes
+	wakes  sync.WaitGroup  // paused instances' wake-ups
 	trial  int
 	task   string
 	tenant string
