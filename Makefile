@@ -78,6 +78,22 @@ HAVE_PROVIDERS = [ -x /usr/lib/postgresql/15/bin/initdb ] && [ -x /usr/sbin/name
 provider-note:
 	@$(HAVE_PROVIDERS) || echo "real-provider tests (adapters/, testsupport/realprov, the real-provider drill) skipped: servers absent; run make test-providers"
 
+# Python 3 (Debian's python3) for the Python example workers' tests
+# (gateway/python_test.go; drill/worker_test.go, which drills
+# examples/python/recovery_worker.py and naive_recovery_worker.py):
+# installed when missing; .ci/run requires it (LEASEGATE_REQUIRE_PYTHON).
+HAVE_PYTHON = command -v python3 >/dev/null 2>&1
+.PHONY: python
+python:
+	@if $(HAVE_PYTHON); then \
+		echo "python: python3 installed"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "python: installing python3 needs root: sudo make python"; exit 1; \
+	else \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -q && apt-get install -y -q --no-install-recommends python3; \
+	fi
+
 providers:
 	@if $(HAVE_PROVIDERS); then \
 		echo "providers: $(PROVIDER_PKGS) installed"; \

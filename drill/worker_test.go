@@ -22,8 +22,11 @@ import (
 func python3(t *testing.T) string {
 	t.Helper()
 	py, err := exec.LookPath("python3")
+	if err != nil && os.Getenv("LEASEGATE_REQUIRE_PYTHON") != "" {
+		t.Fatal("python3 is not installed and LEASEGATE_REQUIRE_PYTHON is set: run make python")
+	}
 	if err != nil {
-		t.Skip("python3 is not installed: the Python example workers are not drilled")
+		t.Skip("python3 is not installed: the Python example workers are not drilled (make python installs it)")
 	}
 	return py
 }
