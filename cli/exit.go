@@ -10,20 +10,22 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
-// leasegate's exit codes: one per class of the disposition table in
-// docs/design.md,
-// and one for `run` when the child was stopped because ownership was lost.
+// leasegate's exit codes: one per class of the disposition table
+// (internal/store/disposition.go, where each disposition's is written), and
+// two of the CLI's own: run's child stopped because ownership was lost, and
+// bench interrupted.
 const (
-	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok; drill passed
-	ExitRefused        = 1 // refused by the authority; nothing written; drill failed
-	ExitInvalid        = 2 // invalid input or usage; refused before any I/O
-	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
-	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
-	ExitOwnershipLost  = 5 // run: ownership was lost and the child was stopped
-	ExitDenied         = 6 // permission_denied, unauthenticated: etcd's auth refused; nothing written
-	ExitNotFound       = 7 // no_keyspace: nothing at this prefix to read; nothing written
+	ExitDone           = store.ExitDone           // granted, renewed, released, committed, historical_retry, ok; drill passed
+	ExitRefused        = store.ExitRefused        // refused by the authority; nothing written; drill failed
+	ExitInvalid        = store.ExitInvalid        // invalid input or usage; refused before any I/O
+	ExitUnavailable    = store.ExitUnavailable    // authority unavailable; nothing written; hold
+	ExitOutcomeUnknown = store.ExitOutcomeUnknown // it may have applied; retry the same request to learn
+	ExitOwnershipLost  = 5                        // run: ownership was lost and the child was stopped
+	ExitDenied         = store.ExitDenied         // permission_denied, unauthenticated: etcd's auth refused; nothing written
+	ExitNotFound       = store.ExitNotFound       // no_keyspace: nothing at this prefix to read; nothing written
 	// ExitInterrupted: bench stopped by a signal after printing what it had
 	// measured (128 + SIGINT, as a shell reports an interrupted command).
 	ExitInterrupted = 130
@@ -85,20 +87,12 @@ func ExitCode(err error) int {
 	if isUsageExit(err) {
 		return ExitInvalid
 	}
-	switch coordinator.DispositionOf(err).Class() {
-	case coordinator.ClassRefused:
-		return ExitRefused
-	case coordinator.ClassInvalid:
-		return ExitInvalid
-	case coordinator.ClassUnavailable:
-		return ExitUnavailable
-	case coordinator.ClassDenied:
-		return ExitDenied
-	case coordinator.ClassNotFound:
-		return ExitNotFound
+	// The disposition's own exit status, from the table; a done
+	// disposition carried by an error, outcome_unknown, and any error that
+	// names no disposition: never read as done or as refused.
+	if m, ok := store.MeaningOf(coordinator.DispositionOf(err)); ok && m.Class != coordinator.ClassDone {
+		return m.Exit
 	}
-	// outcome_unknown, and any error that names no disposition: never read
-	// as done or as refused.
 	return ExitOutcomeUnknown
 }
 

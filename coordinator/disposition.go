@@ -5,7 +5,8 @@ import "github.com/leasegate/leasegate/internal/store"
 // Disposition names the outcome of a leasegate request. The zero value
 // means "don't know" and never reads as success: success has a name (OK,
 // or the done disposition of the request). Class says what a caller should
-// do about one, Hint what an operator should do next.
+// do about one, Hint what an operator should do next; both, and the
+// sentinels below, are read from one table, internal/store/disposition.go.
 type Disposition = store.Disposition
 
 // Every disposition of the table in docs/design.md ("Dispositions and the

@@ -9,53 +9,18 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 )
 
-// codes maps every disposition to the one code a call answers with
-// (docs/gateway.md has the table with the HTTP statuses connect gives
-// them). The done dispositions are no error: code 0 (OK).
-var codeTable = map[coordinator.Disposition]connect.Code{
-	coordinator.OK:              0,
-	coordinator.Granted:         0,
-	coordinator.Renewed:         0,
-	coordinator.Released:        0,
-	coordinator.Committed:       0,
-	coordinator.HistoricalRetry: 0,
-
-	coordinator.Busy:               connect.CodeAborted,
-	coordinator.StaleOwner:         connect.CodeFailedPrecondition,
-	coordinator.ExpiredOwner:       connect.CodeFailedPrecondition,
-	coordinator.GenerationMismatch: connect.CodeFailedPrecondition,
-	coordinator.ScopeMismatch:      connect.CodeFailedPrecondition,
-	coordinator.IllegalTransition:  connect.CodeFailedPrecondition,
-	coordinator.OperationConflict:  connect.CodeAlreadyExists,
-	coordinator.VersionConflict:    connect.CodeAborted,
-
-	coordinator.InvalidInput:         connect.CodeInvalidArgument,
-	coordinator.AuthorityUnavailable: connect.CodeUnavailable,
-	coordinator.NoSpace:              connect.CodeResourceExhausted,
-	coordinator.OutcomeUnknown:       connect.CodeUnknown,
-
-	coordinator.PermissionDenied: connect.CodePermissionDenied,
-	coordinator.Unauthenticated:  connect.CodeUnauthenticated,
-	coordinator.NoKeyspace:       connect.CodeNotFound,
-	coordinator.CorruptRecord:    connect.CodeDataLoss,
-}
-
-// Code is the code a call ends with for disposition d: 0 (OK) for a done
-// one. A disposition the table lacks is answered as outcome_unknown's code,
-// never as a success or a refusal (a test keeps the table complete).
-func Code(d coordinator.Disposition) (connect.Code, bool) {
-	c, ok := codeTable[d]
-	return c, ok
-}
-
-// CodeOf is Code without the second answer: unknown for a disposition the
-// table lacks.
+// CodeOf is the code a call ends with for disposition d, from the
+// disposition table (internal/store/disposition.go, whose HTTP column and
+// docs/gateway.md give the status Connect answers it with): 0 (OK) for a
+// done one, and unknown for a disposition the table lacks — never a
+// success or a refusal.
 func CodeOf(d coordinator.Disposition) connect.Code {
-	if c, ok := codeTable[d]; ok {
-		return c
+	if m, ok := store.MeaningOf(d); ok {
+		return connect.Code(m.Wire) // Connect's codes are gRPC's, number for number
 	}
 	return connect.CodeUnknown
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // docTable reads docs/gateway.md's disposition table: disposition → code
@@ -34,17 +35,22 @@ func docTable(t *testing.T) map[coordinator.Disposition][2]string {
 	return out
 }
 
-// TestEveryDispositionHasOneCode: every disposition coordinator knows maps
-// to a code, done ones to OK and no other; an error of it answers a JSON
-// call with that code, the documented HTTP status, and the disposition,
-// detail and hint in its body; and docs/gateway.md's table says the same.
+// TestEveryDispositionHasOneCode: every disposition coordinator knows has a
+// row in the disposition table, whose code is the one CodeOf answers with,
+// done ones OK and no other; an error of it answers a JSON call with that
+// code, the table's HTTP status, and the disposition, detail and hint in
+// its body; and docs/gateway.md's table says the same.
 func TestEveryDispositionHasOneCode(t *testing.T) {
 	doc := docTable(t)
 	for _, d := range coordinator.Dispositions() {
 		t.Run(string(d), func(t *testing.T) {
-			code, ok := gateway.Code(d)
+			m, ok := store.MeaningOf(d)
 			if !ok {
-				t.Fatalf("disposition %s has no code", d)
+				t.Fatalf("disposition %s has no row in the disposition table", d)
+			}
+			code := gateway.CodeOf(d)
+			if code != connect.Code(m.Wire) {
+				t.Fatalf("disposition %s: CodeOf answers %v, the table says %v", d, code, m.Wire)
 			}
 			done := d.Class() == coordinator.ClassDone
 			if done != (code == 0) {
@@ -67,8 +73,8 @@ func TestEveryDispositionHasOneCode(t *testing.T) {
 			if werr := connect.NewErrorWriter().Write(rec, req, err); werr != nil {
 				t.Fatal(werr)
 			}
-			if row[0] != code.String() || row[1] != strconv.Itoa(rec.Code) {
-				t.Fatalf("docs/gateway.md says %s is %s %s; the gateway answers %s %d", d, row[0], row[1], code, rec.Code)
+			if row[0] != code.String() || row[1] != strconv.Itoa(rec.Code) || rec.Code != m.HTTP {
+				t.Fatalf("docs/gateway.md says %s is %s %s, the table %d; the gateway answers %s %d", d, row[0], row[1], m.HTTP, code, rec.Code)
 			}
 			var body struct {
 				Code    string `json:"code"`

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"google.golang.org/grpc/codes"
 )
 
 // Disposition names the outcome of a leasegate request. The zero value
@@ -63,19 +65,6 @@ const (
 	NoSpace Disposition = "no_space"
 )
 
-// dispositions is every disposition, done ones first.
-var dispositions = []Disposition{
-	OK, Granted, Renewed, Released, Committed, HistoricalRetry,
-	Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
-	IllegalTransition,
-	InvalidInput, AuthorityUnavailable, NoSpace, OutcomeUnknown,
-	PermissionDenied, Unauthenticated, NoKeyspace, CorruptRecord,
-}
-
-// Dispositions lists every disposition, done ones first. It returns a new
-// slice each time: the caller may keep or change it.
-func Dispositions() []Disposition { return append([]Disposition(nil), dispositions...) }
-
 // Class groups dispositions by what the caller should do.
 type Class int
 
@@ -92,66 +81,17 @@ const (
 	ClassNotFound // no_keyspace: nothing there to read
 )
 
-// Class says whether d is done, refused, invalid, a hold or unknown.
-func (d Disposition) Class() Class {
-	switch d {
-	case OK, Granted, Renewed, Released, Committed, HistoricalRetry:
-		return ClassDone
-	case Busy, StaleOwner, ExpiredOwner, GenerationMismatch, ScopeMismatch, OperationConflict, VersionConflict,
-		IllegalTransition, CorruptRecord:
-		return ClassRefused
-	case InvalidInput:
-		return ClassInvalid
-	case AuthorityUnavailable, NoSpace:
-		return ClassUnavailable
-	case PermissionDenied, Unauthenticated:
-		return ClassDenied
-	case NoKeyspace:
-		return ClassNotFound
-	case OutcomeUnknown:
-		return ClassOutcomeUnknown
-	}
-	return ClassUnknown
-}
-
-// Hint tells an operator what to do next after d.
-func (d Disposition) Hint() string {
-	switch d {
-	case Busy:
-		return "another grant holds the task; wait for it to be released or expire ('leasegate run --wait' or Session.Acquire waits for you)"
-	case StaleOwner:
-		return "this grant is no longer the task's current one; this worker must stop acting for it"
-	case ExpiredOwner:
-		return "the lease of this grant ran out or was revoked; claim again for a new epoch"
-	case GenerationMismatch:
-		return "the grant was issued under another realm (rotated or different cluster); claim again"
-	case ScopeMismatch:
-		return "the intent names another task than the grant; use the grant of that task"
-	case OperationConflict:
-		return "this operation id was already committed with another payload; use a new operation id for a new intent"
-	case VersionConflict:
-		return "the state moved on; read the current version and decide again"
-	case IllegalTransition:
-		return "the ledger's transition table forbids this state change; read the record (ops show) and act on its current state"
-	case InvalidInput:
-		return "fix the input; nothing was sent"
-	case PermissionDenied:
-		return "etcd's auth refused access to this prefix; check --prefix first (a mistyped prefix lies outside the role), else grant the user's role readwrite on the prefix (docs/operations.md); nothing was written"
-	case Unauthenticated:
-		return "etcd did not accept the credentials; check the user, password and client certificate; retrying will not help; nothing was written"
-	case CorruptRecord:
-		return "a stored record cannot be decoded (written or edited outside leasegate?); inspect the key named in the error with etcdctl get; nothing was written"
-	case NoKeyspace:
-		return "no leasegate keyspace at this prefix (no realm key); check --prefix, or create it with an acting command (claim); nothing was written"
-	case NoSpace:
-		return "etcd's NOSPACE alarm is raised and it refuses every write; compact, defragment and disarm the alarm (docs/operations.md), or run leasegate gc; nothing was written"
-	case AuthorityUnavailable:
-		return "etcd could not be reached; nothing was written; hold and retry later"
-	case OutcomeUnknown:
-		return "the request may have applied; retry the same request to learn its outcome"
-	}
-	return ""
-}
+// The leasegate CLI's exit statuses for the dispositions, one per class
+// (cli/exit.go adds its own: ownership lost under run, bench interrupted).
+const (
+	ExitDone           = 0 // granted, renewed, released, committed, historical_retry, ok
+	ExitRefused        = 1 // refused by the authority; nothing written
+	ExitInvalid        = 2 // invalid input or usage; refused before any I/O
+	ExitUnavailable    = 3 // authority unavailable; nothing written; hold
+	ExitOutcomeUnknown = 4 // it may have applied; retry the same request to learn
+	ExitDenied         = 6 // permission_denied, unauthenticated: etcd's auth refused; nothing written
+	ExitNotFound       = 7 // no_keyspace: nothing at this prefix to read; nothing written
+)
 
 // Sentinel errors, one per refusal, hold and unknown disposition. errors.Is
 // matches them through any *Error.
@@ -174,23 +114,109 @@ var (
 	ErrNoSpace              = errors.New("coordinator: no space")
 )
 
-var sentinels = map[Disposition]error{
-	Busy:                 ErrBusy,
-	StaleOwner:           ErrStaleOwner,
-	ExpiredOwner:         ErrExpiredOwner,
-	GenerationMismatch:   ErrGenerationMismatch,
-	ScopeMismatch:        ErrScopeMismatch,
-	OperationConflict:    ErrOperationConflict,
-	VersionConflict:      ErrVersionConflict,
-	InvalidInput:         ErrInvalidInput,
-	AuthorityUnavailable: ErrAuthorityUnavailable,
-	OutcomeUnknown:       ErrOutcomeUnknown,
-	IllegalTransition:    ErrIllegalTransition,
-	PermissionDenied:     ErrPermissionDenied,
-	Unauthenticated:      ErrUnauthenticated,
-	NoKeyspace:           ErrNoKeyspace,
-	CorruptRecord:        ErrCorruptRecord,
-	NoSpace:              ErrNoSpace,
+// Meaning is one row of the disposition table: everything leasegate says
+// about one disposition, wherever it says it.
+type Meaning struct {
+	Disposition Disposition
+	Class       Class      // what the caller should do
+	Exit        int        // the CLI's exit status (cli/exit.go)
+	Wire        codes.Code // the code a gateway call ends with (gRPC's numbering, which Connect shares); OK for a done one
+	HTTP        int        // the HTTP status the Connect protocol answers Wire with (docs/gateway.md)
+	Sentinel    error      // what errors.Is matches through an *Error; nil for a done one
+	Hint        string     // what an operator should do next; "" for a done one
+}
+
+// table is the dispositions, done ones first, in docs/design.md's order
+// ("Dispositions and the hold"). Dispositions, Class, Hint, Unwrap's
+// sentinels, DispositionOf's order, the CLI's exit statuses (cli/exit.go)
+// and the gateway's codes (gateway/errors.go) are all read from it;
+// TestDispositionTable walks it.
+var table = []Meaning{
+	{OK, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+	{Granted, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+	{Renewed, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+	{Released, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+	{Committed, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+	{HistoricalRetry, ClassDone, ExitDone, codes.OK, 200, nil, ""},
+
+	{Busy, ClassRefused, ExitRefused, codes.Aborted, 409, ErrBusy,
+		"another grant holds the task; wait for it to be released or expire ('leasegate run --wait' or Session.Acquire waits for you)"},
+	{StaleOwner, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrStaleOwner,
+		"this grant is no longer the task's current one; this worker must stop acting for it"},
+	{ExpiredOwner, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrExpiredOwner,
+		"the lease of this grant ran out or was revoked; claim again for a new epoch"},
+	{GenerationMismatch, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrGenerationMismatch,
+		"the grant was issued under another realm (rotated or different cluster); claim again"},
+	{ScopeMismatch, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrScopeMismatch,
+		"the intent names another task than the grant; use the grant of that task"},
+	{OperationConflict, ClassRefused, ExitRefused, codes.AlreadyExists, 409, ErrOperationConflict,
+		"this operation id was already committed with another payload; use a new operation id for a new intent"},
+	{VersionConflict, ClassRefused, ExitRefused, codes.Aborted, 409, ErrVersionConflict,
+		"the state moved on; read the current version and decide again"},
+	{IllegalTransition, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrIllegalTransition,
+		"the ledger's transition table forbids this state change; read the record (ops show) and act on its current state"},
+
+	{InvalidInput, ClassInvalid, ExitInvalid, codes.InvalidArgument, 400, ErrInvalidInput,
+		"fix the input; nothing was sent"},
+	{AuthorityUnavailable, ClassUnavailable, ExitUnavailable, codes.Unavailable, 503, ErrAuthorityUnavailable,
+		"etcd could not be reached; nothing was written; hold and retry later"},
+	{NoSpace, ClassUnavailable, ExitUnavailable, codes.ResourceExhausted, 429, ErrNoSpace,
+		"etcd's NOSPACE alarm is raised and it refuses every write; compact, defragment and disarm the alarm (docs/operations.md), or run leasegate gc; nothing was written"},
+	{OutcomeUnknown, ClassOutcomeUnknown, ExitOutcomeUnknown, codes.Unknown, 500, ErrOutcomeUnknown,
+		"the request may have applied; retry the same request to learn its outcome"},
+
+	{PermissionDenied, ClassDenied, ExitDenied, codes.PermissionDenied, 403, ErrPermissionDenied,
+		"etcd's auth refused access to this prefix; check --prefix first (a mistyped prefix lies outside the role), else grant the user's role readwrite on the prefix (docs/operations.md); nothing was written"},
+	{Unauthenticated, ClassDenied, ExitDenied, codes.Unauthenticated, 401, ErrUnauthenticated,
+		"etcd did not accept the credentials; check the user, password and client certificate; retrying will not help; nothing was written"},
+	{NoKeyspace, ClassNotFound, ExitNotFound, codes.NotFound, 404, ErrNoKeyspace,
+		"no leasegate keyspace at this prefix (no realm key); check --prefix, or create it with an acting command (claim); nothing was written"},
+	{CorruptRecord, ClassRefused, ExitRefused, codes.DataLoss, 500, ErrCorruptRecord,
+		"a stored record cannot be decoded (written or edited outside leasegate?); inspect the key named in the error with etcdctl get; nothing was written"},
+}
+
+// meanings is table by disposition.
+var meanings = func() map[Disposition]*Meaning {
+	m := make(map[Disposition]*Meaning, len(table))
+	for i := range table {
+		m[table[i].Disposition] = &table[i]
+	}
+	return m
+}()
+
+// MeaningOf is d's row of the table; false for a disposition the table
+// lacks (the zero value, "don't know", among them).
+func MeaningOf(d Disposition) (Meaning, bool) {
+	if m, ok := meanings[d]; ok {
+		return *m, true
+	}
+	return Meaning{}, false
+}
+
+// Dispositions lists every disposition, done ones first. It returns a new
+// slice each time: the caller may keep or change it.
+func Dispositions() []Disposition {
+	out := make([]Disposition, len(table))
+	for i, m := range table {
+		out[i] = m.Disposition
+	}
+	return out
+}
+
+// Class says whether d is done, refused, invalid, a hold or unknown.
+func (d Disposition) Class() Class {
+	if m, ok := meanings[d]; ok {
+		return m.Class
+	}
+	return ClassUnknown
+}
+
+// Hint tells an operator what to do next after d.
+func (d Disposition) Hint() string {
+	if m, ok := meanings[d]; ok {
+		return m.Hint
+	}
+	return ""
 }
 
 // Error is every non-done outcome the leasegate packages return. It carries
@@ -228,8 +254,8 @@ func (e *Error) Error() string {
 // Unwrap exposes the disposition's sentinel and the cause to errors.Is.
 func (e *Error) Unwrap() []error {
 	errs := make([]error, 0, 2)
-	if s, ok := sentinels[e.Disposition]; ok {
-		errs = append(errs, s)
+	if m, ok := meanings[e.Disposition]; ok && m.Sentinel != nil {
+		errs = append(errs, m.Sentinel)
 	}
 	if e.Err != nil {
 		errs = append(errs, e.Err)
@@ -248,9 +274,9 @@ func DispositionOf(err error) Disposition {
 	if errors.As(err, &e) {
 		return e.Disposition
 	}
-	for _, d := range dispositions { // in the table's order, so the answer is stable
-		if s, ok := sentinels[d]; ok && errors.Is(err, s) {
-			return d
+	for _, m := range table { // in the table's order, so the answer is stable
+		if m.Sentinel != nil && errors.Is(err, m.Sentinel) {
+			return m.Disposition
 		}
 	}
 	return OutcomeUnknown

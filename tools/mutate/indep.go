@@ -295,20 +295,19 @@ var indepMutations = []Mutation{
 
 	// ---- internal/store/disposition.go
 	ind("disposition/no-space-unclassed", dispGo, "no_space is not a hold (its class is unknown)",
-		`case AuthorityUnavailable, NoSpace:`, `case AuthorityUnavailable:`),
+		`{NoSpace, ClassUnavailable,`, `{NoSpace, ClassUnknown,`),
 	ind("disposition/foreign-error-hold", dispGo, "an error of no leasegate package reads as a hold, not outcome_unknown",
 		"\treturn OutcomeUnknown\n}\n\n// NewError is", "\treturn AuthorityUnavailable\n}\n\n// NewError is"),
 	ind("disposition/no-sentinel", dispGo, "errors.Is does not match an *Error to its disposition's sentinel",
-		`if s, ok := sentinels[e.Disposition]; ok {`, `if s, ok := sentinels[e.Disposition]; ok && false {`),
+		`if m, ok := meanings[e.Disposition]; ok && m.Sentinel != nil {`, `if m, ok := meanings[e.Disposition]; ok && m.Sentinel != nil && false {`),
 	ind("disposition/sentinel-swapped", dispGo, "stale_owner unwraps to ErrExpiredOwner",
-		`StaleOwner:           ErrStaleOwner,`, `StaleOwner:           ErrExpiredOwner,`),
+		`400, ErrStaleOwner,`, `400, ErrExpiredOwner,`),
 	ind("disposition/no-space-sentinel-unavailable", dispGo, "no_space unwraps to ErrAuthorityUnavailable, not ErrNoSpace",
-		`NoSpace:              ErrNoSpace,`, `NoSpace:              ErrAuthorityUnavailable,`),
+		`429, ErrNoSpace,`, `429, ErrAuthorityUnavailable,`),
 	ind("disposition/unwrap-drops-cause", dispGo, "an *Error with a sentinel no longer unwraps to its cause",
-		"\t\terrs = append(errs, s)\n\t}\n\tif e.Err != nil {", "\t\treturn append(errs, s)\n\t}\n\tif e.Err != nil {"),
-	indN("disposition/outcome-unknown-hold", dispGo, "outcome_unknown is classed as a hold (ClassUnavailable), as though nothing was written",
-		Edit{"\tcase AuthorityUnavailable, NoSpace:\n", "\tcase AuthorityUnavailable, NoSpace, OutcomeUnknown:\n"},
-		Edit{"\tcase OutcomeUnknown:\n\t\treturn ClassOutcomeUnknown\n", ""}),
+		"\t\terrs = append(errs, m.Sentinel)\n\t}\n\tif e.Err != nil {", "\t\treturn append(errs, m.Sentinel)\n\t}\n\tif e.Err != nil {"),
+	ind("disposition/outcome-unknown-hold", dispGo, "outcome_unknown is classed as a hold (ClassUnavailable), as though nothing was written",
+		`{OutcomeUnknown, ClassOutcomeUnknown,`, `{OutcomeUnknown, ClassUnavailable,`),
 
 	// ---- internal/store/transport.go
 	indN("classify/read-before-auth", transportGo, "a failed read is a hold before auth or NOSPACE are looked at: permission_denied on a read reads as unavailable",
