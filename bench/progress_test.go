@@ -81,8 +81,8 @@ func TestTakeoverProgressAndInterrupt(t *testing.T) {
 	}))
 	rep, err := bench.Takeover(ctx, bench.TakeoverConfig{Etcd: bench.Etcd{Dir: t.TempDir(), NoFsync: true},
 		Trials: 50, TTL: 3 * time.Second, PollInterval: 50 * time.Millisecond, Causes: []string{bench.Revoke},
-		Contenders: []string{bench.Acquire, bench.Campaign, bench.AcquireFromBusy}, Progress: l.progress, Logger: lg})
-	// Round 2 runs election, acquire-from-busy, then acquire.
+		Contenders: []string{bench.Acquire, bench.Campaign, bench.WatchFromBusy}, Progress: l.progress, Logger: lg})
+	// Round 2 runs election, watch-from-busy, then acquire.
 	if rep == nil {
 		t.Fatalf("no report, error %v; want the report of the run so far", err)
 	}
@@ -101,8 +101,8 @@ func TestTakeoverProgressAndInterrupt(t *testing.T) {
 		if r.Trials != want || r.Failures != 0 {
 			t.Errorf("result %+v; want %d trials finished, no failure", r, want)
 		}
-		if (r.Contender == bench.AcquireFromBusy) != (r.WatchStartedPast != nil) {
-			t.Errorf("result %+v: watch_started_past is for %s only", r, bench.AcquireFromBusy)
+		if (r.Contender == bench.WatchFromBusy) != (r.WatchStartedPast != nil) {
+			t.Errorf("result %+v: watch_started_past is for %s only", r, bench.WatchFromBusy)
 		}
 	}
 }

@@ -41,14 +41,15 @@ const (
 	Poll = "poll"
 	// Campaign: etcd's concurrency.Election.Campaign.
 	Campaign = "election"
-	// AcquireFromBusy is Acquire as it was before issue 18, for the
-	// diagnosis only (not run by default): on busy it watches the owner key
-	// from the revision the busy answer saw + 1. Such a watch is served
+	// WatchFromBusy is a waiter for the diagnosis only (not run by
+	// default): on busy it watches the owner key from the revision the busy
+	// answer saw + 1, where Acquire watches from a read after the watch is
+	// registered. Such a watch is served
 	// from etcd's unsynced set — caught up every 100 ms — whenever etcd's
 	// revision moved past that start before the watch was registered; each
 	// trial records whether it did (the watch's "created" answer carries
 	// etcd's revision after registering).
-	AcquireFromBusy = "acquire-from-busy"
+	WatchFromBusy = "watch-from-busy"
 )
 
 // Causes lists every cause. Each of these lists returns a new slice each
@@ -64,7 +65,7 @@ func AllContenders() []string { return slices.Clone(allContenders) }
 var (
 	causes        = []string{Revoke, Expiry}
 	contenders    = []string{Acquire, Poll, Campaign}
-	allContenders = []string{Acquire, Poll, Campaign, AcquireFromBusy}
+	allContenders = []string{Acquire, Poll, Campaign, WatchFromBusy}
 )
 
 // TakeoverConfig says what Takeover measures.
@@ -109,7 +110,7 @@ type TakeoverResult struct {
 	// For expiry only: from the end of the holder's lease's TTL (its last
 	// renewal + TTL, as the holder's client saw it) to the write.
 	FromTTLEnd *Latency `json:"from_ttl_end,omitempty"`
-	// For acquire-from-busy only: how many trials' watch started at a
+	// For watch-from-busy only: how many trials' watch started at a
 	// revision etcd had already passed (unsynced), and the time from
 	// deletion in those trials and in the others.
 	WatchStartedPast *int     `json:"watch_started_past,omitempty"`
@@ -252,7 +253,7 @@ trials:
 						r.fromTTLEnd = append(r.fromTTLEnd, fromTTLEnd)
 						note = fmt.Sprintf(" (%.1f ms from the TTL's end)", ms(fromTTLEnd))
 					}
-					if who == AcquireFromBusy {
+					if who == WatchFromBusy {
 						note = " (watch from a current revision)"
 						if tk.past {
 							r.past, note = append(r.past, fromDel), " (watch from a past revision)"
@@ -277,7 +278,7 @@ trials:
 				l := latencyOf(r.fromTTLEnd)
 				r.FromTTLEnd = &l
 			}
-			if who == AcquireFromBusy {
+			if who == WatchFromBusy {
 				n, past, now := len(r.past), latencyOf(r.past), latencyOf(r.now)
 				r.WatchStartedPast, r.FromDeletionPast, r.FromDeletionNow = &n, &past, &now
 			}
@@ -309,7 +310,7 @@ func (cfg *TakeoverConfig) expected() time.Duration {
 			switch who {
 			case Poll: // dies at a random moment of the cycle, then half a cycle more
 				per += cfg.PollInterval
-			case Campaign, AcquireFromBusy:
+			case Campaign, WatchFromBusy:
 				per += 50 * time.Millisecond
 			}
 		}
@@ -332,7 +333,7 @@ type takeover struct {
 	s       *coordinator.Session
 	cs      *concurrency.Session
 	waiting chan struct{}
-	past    bool      // acquire-from-busy: the last trial's watch started at a past revision
+	past    bool      // watch-from-busy: the last trial's watch started at a past revision
 	grantAt time.Time // when the last trial's contender was granted (Campaign returned)
 	toGrant time.Duration
 }
@@ -581,8 +582,8 @@ func (tk *takeover) contend(ctx context.Context, task, who string, ready chan st
 			return err
 		}
 		return tk.firstWrite(ctx, g)
-	case AcquireFromBusy:
-		return tk.acquireFromBusy(ctx, task, ready)
+	case WatchFromBusy:
+		return tk.watchFromBusy(ctx, task, ready)
 	default: // Poll
 		for first := true; ; first = false {
 			g, err := tk.s.Claim(ctx, tenant, task)
@@ -604,11 +605,11 @@ func (tk *takeover) contend(ctx context.Context, task, who string, ready chan st
 	}
 }
 
-// acquireFromBusy is Acquire before issue 18: on busy, watch the owner key
+// watchFromBusy claims and, on busy, watches the owner key
 // for its deletion from the revision etcd had when it said busy, + 1 (here
-// the revision of a read just after the busy claim), then claim again.
+// the revision of a read just after the busy claim), then claims again.
 // ready closes where Acquire logged its wait: before the watch.
-func (tk *takeover) acquireFromBusy(ctx context.Context, task string, ready chan struct{}) error {
+func (tk *takeover) watchFromBusy(ctx context.Context, task string, ready chan struct{}) error {
 	owner := tk.c.Keys().Owner(tenant, task)
 	for first := true; ; first = false {
 		g, err := tk.s.Claim(ctx, tenant, task)

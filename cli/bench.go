@@ -293,8 +293,9 @@ p50/p99/max from the owner key's deletion (for revoke: from the revoke's send,
 an upper bound) to the committed write, p50/p99 from the deletion to the grant
 (GRANT-*), and from the holder's death to the write; for expiry also from the
 lease's TTL end (its last renewal + TTL). The
-diagnostic contender acquire-from-busy (not run by default) is Acquire before
-issue 18 — a watch from the busy answer's revision + 1 — and reports how many
+diagnostic contender watch-from-busy (not run by default) waits by a watch
+from the busy answer's revision + 1, not from a read after the watch is
+registered as acquire does, and reports how many
 trials' watch started at a revision etcd had already passed (served from etcd's
 unsynced set, caught up every 100 ms) and the latency of those and of the
 others. The plan and its expected length go to stderr first, then a bar (on a
@@ -302,7 +303,7 @@ terminal) or a line per interleaved round of trials; interrupted, it prints
 the trials finished and exits 130.`,
 			"leasegate bench takeover",
 			"leasegate bench takeover --trials 100 --causes revoke --contenders acquire,election,poll -o json",
-			"leasegate bench takeover --trials 100 --causes revoke --contenders acquire-from-busy   # the 100 ms mode, diagnosed"),
+			"leasegate bench takeover --trials 100 --causes revoke --contenders watch-from-busy   # the 100 ms mode, diagnosed"),
 		Flags: append(etcdFlags(),
 			&cli.IntFlag{Name: "trials", Usage: "trials per cause and contender", Value: 20},
 			&cli.DurationFlag{Name: "ttl", Usage: "the holder's lease TTL (whole seconds)", Value: 2 * time.Second},

@@ -67,7 +67,7 @@ func WithOps(ops ...clientv3.Op) CommitOption {
 }
 
 // WithSession makes the commit refuse itself, before any I/O, once the
-// session that holds the grant can no longer act (coordinator.Session.Live):
+// session that holds the grant can no longer act (s.Err() is not nil):
 // past its local deadline, a worker stops before etcd has to stop it.
 func WithSession(s *coordinator.Session) CommitOption {
 	return func(o *commitOptions) error {
