@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -94,7 +95,7 @@ the role's grant on --prefix).`,
 			&cli.IntFlag{Name: "trials", Usage: "trials per design", Value: drill.DefaultTrials},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of every trial's faults and timings", Value: defaultDrillSeed},
 			&cli.IntFlag{Name: "parallel", Usage: "trials run at once", Value: 16},
-			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both", Value: "both"},
+			&cli.StringFlag{Name: "design", Usage: "fenced, naive or both; or a graders' self-test design the drill must fail: refuse-all, hold-traffic, release-after-claim, do-nothing", Value: "both"},
 			&cli.IntFlag{Name: "replay", Usage: "run only trial `N` and print its whole trajectory", Value: -1},
 			&cli.StringFlag{Name: "svg", Usage: "with --replay or --scenario: draw the trajectory as an SVG timeline in `FILE` (with both designs, FILE-naive.svg and FILE-fenced.svg)"},
 			&cli.StringFlag{Name: "scenario", Usage: "replay a named scenario in both designs, side by side against its clock (incident: seed 003's timeline)"},
@@ -126,10 +127,11 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 	switch d := c.String("design"); d {
 	case "both":
 		s.designs = []drill.Design{drill.Fenced, drill.Naive}
-	case string(drill.Fenced), string(drill.Naive):
-		s.designs = []drill.Design{drill.Design(d)}
 	default:
-		return s, coordinator.Invalid("drill", "--design %q: use fenced, naive or both", d)
+		if !slices.Contains(drill.Designs(), drill.Design(d)) {
+			return s, coordinator.Invalid("drill", "--design %q: use fenced, naive or both (or a graders' self-test design: %v)", d, drill.SelfTestDesigns())
+		}
+		s.designs = []drill.Design{drill.Design(d)}
 	}
 	switch pr := c.String("providers"); pr {
 	case "sim":
@@ -370,7 +372,7 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 		return p.result(rep, table{})
 	}
 	designs := make([]drill.Design, 0, len(rep.Designs))
-	for _, d := range []drill.Design{drill.Fenced, drill.Naive, drill.Worker} {
+	for _, d := range append(drill.Designs(), drill.Worker) {
 		if _, ok := rep.Designs[d]; ok {
 			designs = append(designs, d)
 		}
@@ -414,6 +416,27 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 			fmt.Sprint(c.WritesHeld.Trials), fmt.Sprint(c.Commander), fmt.Sprint(c.Holds),
 			fmt.Sprintf("%d (%d)", r.ResidualStaleCalls, r.ResidualApplied)})
 	}
+	incident := table{header: []string{"DESIGN", "SEED 003 CENTRAL SEQUENCE", "SEED 003 TRAFFIC ORDER (A TO THE SECONDARY, THEN B BACK)"}}
+	for _, d := range designs {
+		r := rep.Designs[d]
+		incident.rows = append(incident.rows, []string{string(d), share(r.SeedSequence, r.Trials), share(r.NaiveOrder, r.Trials)})
+	}
+	tables := []table{fixtures, summary, cost, incident}
+	if pr := rep.Paired; pr != nil {
+		paired := table{header: []string{"PAIRED, SAME TRIAL: FENCED MINUS NAIVE", "P50", "P95", "TRIALS"}}
+		for _, row := range []struct {
+			what string
+			s    drill.Seconds
+		}{
+			{"time to traffic on the writer (s; seed: another 45-90 s read-only)", pr.Recovery},
+			{"time with writes held (s)", pr.WritesHeld},
+			{"orders queued at 48,000 a minute", pr.OrdersQueued},
+			{"shoppers who saw a warning (the seed's 1,906 per 11,842 queued)", pr.Warned},
+		} {
+			paired.rows = append(paired.rows, []string{row.what, fmt.Sprintf("%.0f", row.s.P50), fmt.Sprintf("%.0f", row.s.P95), fmt.Sprint(row.s.Trials)})
+		}
+		tables = append(tables, paired)
+	}
 	faults := table{header: append([]string{"FAULT (TRIALS WHERE IT FIRED)"}, upper(designs)...)}
 	for _, k := range faultKinds {
 		row := []string{string(k)}
@@ -429,10 +452,18 @@ func printDrill(p printer, rep *drill.Report, header string, faultKinds []drill.
 	if !rep.Pass {
 		verdict = "FAIL: " + rep.Why
 	}
-	if err := p.results(header, verdict, fixtures, summary, cost, graders, faults); err != nil || !onReal {
+	if err := p.results(header, verdict, append(tables, graders, faults)...); err != nil || !onReal {
 		return err
 	}
 	return printViolating(p, rep)
+}
+
+// share is n of trials, with its percentage.
+func share(n, trials int) string {
+	if trials == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%.1f%%)", n, 100*float64(n)/float64(trials))
 }
 
 // printViolating prints the trajectory of each design's first trial each

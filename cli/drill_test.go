@@ -37,7 +37,7 @@ func TestDrillEndpoints(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	obj := lastJSON(t, r.stdout)
-	if got := keysOf(obj); !slices.Equal(got, []string{"designs", "fixtures", "pass"}) {
+	if got := keysOf(obj); !slices.Equal(got, []string{"designs", "fixtures", "paired", "pass"}) {
 		t.Fatalf("top-level keys %v", got)
 	}
 	if obj["pass"] != true {
@@ -54,7 +54,8 @@ func TestDrillEndpoints(t *testing.T) {
 	if got := keysOf(designs); !slices.Equal(got, []string{"fenced", "naive"}) {
 		t.Fatalf("designs %v", got)
 	}
-	want := []string{"cost", "faults", "manual_review", "reconciled", "residual_applied", "residual_stale_calls", "seconds", "total_violations", "trials", "unknown_operations", "violations"}
+	want := []string{"cost", "faults", "manual_review", "reconciled", "residual_applied", "residual_stale_calls", "seconds",
+		"seed_sequence", "seed_traffic_order", "total_violations", "trials", "unknown_operations", "violations"}
 	for name, d := range designs {
 		dm := d.(map[string]any)
 		if got := keysOf(dm); !slices.Equal(got, want) {
@@ -63,6 +64,9 @@ func TestDrillEndpoints(t *testing.T) {
 		if dm["trials"].(float64) != 16 {
 			t.Fatalf("%s trials %v", name, dm["trials"])
 		}
+	}
+	if got := keysOf(obj["paired"].(map[string]any)); !slices.Equal(got, []string{"orders_queued_delta", "recovery_delta_seconds", "shoppers_warned_delta", "writes_held_delta_seconds"}) {
+		t.Fatalf("paired keys %v", got)
 	}
 	if designs["fenced"].(map[string]any)["total_violations"].(float64) != 0 {
 		t.Fatalf("fenced violations: %v", designs["fenced"])
@@ -196,6 +200,24 @@ func TestDrillFails(t *testing.T) {
 		t.Fatalf("pass %v", obj["pass"])
 	}
 	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "drill failed: the naive design is caught by 1 graders") {
+		t.Fatalf("stderr %q", r.stderr)
+	}
+}
+
+// TestDrillFailsASelfTestDesign: a graders' self-test design (here one
+// that does nothing) fails the drill by liveness alone: exit 1, the
+// liveness grader counting every trial, one line on stderr.
+func TestDrillFailsASelfTestDesign(t *testing.T) {
+	r := execApp(t, call{}, "drill", "--design", "do-nothing", "--trials", "2", "--seed", "7", "-o", "json")
+	if r.code != cli.ExitRefused {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, cli.ExitRefused, r.stdout, r.stderr)
+	}
+	obj := lastJSON(t, r.stdout)
+	d, _ := obj["designs"].(map[string]any)["do-nothing"].(map[string]any)
+	if obj["pass"] != false || d == nil || d["violations"].(map[string]any)["liveness"] != float64(2) {
+		t.Fatalf("report %v", obj)
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "drill failed: the do-nothing design has") {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 }

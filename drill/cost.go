@@ -26,7 +26,8 @@ type trialCost struct {
 	// commander: the incident commander had to do more than approve (a
 	// MANUAL_REVIEW, a refusal, a hold); hold: the trial ended in a hold.
 	commander, hold bool
-	// holdReason is the hold's reason (legitHold), "" if none.
+	// holdReason is the world's hold the trial ended in (worldHold), ""
+	// if none.
 	holdReason string
 }
 
@@ -62,7 +63,7 @@ func costOf(t *Trajectory) trialCost {
 			case before && !now && since < 0:
 				c.held += e.At - ambiguousFrom
 			}
-		case e.Kind == KindHold:
+		case isWorldDecision(e) && e.Effect != decisionApprove:
 			c.commander = true
 		}
 		safe := record == writer && writer != t.Original && insync[latest]
@@ -84,7 +85,7 @@ func costOf(t *Trajectory) trialCost {
 		if len(ambiguous) > 0 {
 			c.held += end - ambiguousFrom
 		}
-		c.holdReason = legitHold(t)
+		c.holdReason = worldHold(t).reason(t)
 		c.hold = c.holdReason != ""
 	}
 	return c

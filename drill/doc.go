@@ -9,14 +9,19 @@
 // when given no endpoints. Each trial is a small simulated world (sim.go):
 // a virtual clock, the database topology and DNS providers with their own
 // authority and logs (providers.go), the audit trail, the fault plan drawn
-// from the trial's seeded RNG (faults.go), and two or three actors — the
-// workers (naive.go, fenced.go) and an operator. Workers' ownership is real:
+// from the trial's seeded RNG (faults.go), the workers (naive.go,
+// fenced.go, the graders' self-test designs in selftest.go), an operator,
+// and the world's incident commander (commander.go): the approver, with its
+// own identity at the gateway, deciding by written rules on the world's
+// state — a design holds a worker identity only. Workers' ownership is real:
 // each has an etcd session and claims the trial's task; the fenced workers'
 // operations are real ledger records moved by fenced Txns, and the ledger
 // reaches the providers only through the adapters (adapters.go). Graders
-// (graders.go) read the trajectory (trajectory.go): the ledger's journal as
-// etcd stores it, the claims, and the providers' logs; cost.go measures
-// the cost of safety; scenario.go replays the seed's incident; svg.go draws
+// (graders.go) read the trajectory (trajectory.go), and of it only the
+// world's record: the ledger's journal as etcd stores it, the claims, the
+// providers' logs and the commander's decisions — a design's own hold or
+// note excuses nothing; cost.go measures the cost of safety, paired.go
+// pairs it trial by trial, incident.go counts the seed's sequence; scenario.go replays the seed's incident; svg.go draws
 // a trajectory.
 //
 // WithRealProviders runs the trials on real servers instead (real.go,
@@ -70,10 +75,12 @@
 //     (DesignReport.ResidualStaleCalls), and the other graders judge what
 //     it did.
 //   - The incident commander decides by fixed rules (the loss bound
-//     re-read, the target the evidence names; CONFIRMED or FAILED on the
-//     audit trail and the topology only; a maintenance-page edit resumed,
-//     any other edit left standing); without evidence a record stays in
-//     MANUAL_REVIEW and traffic is held.
+//     re-read, the target the evidence names; traffic only toward the
+//     writer; CONFIRMED or FAILED on the audit trail and the topology only;
+//     a maintenance-page edit approved over once confirmed, the static
+//     fallback left standing); without evidence a record stays in
+//     MANUAL_REVIEW and traffic is held. On real providers it still runs
+//     beside the built-in worker, by the same rules.
 //   - A scenario (WithScenario) is deterministic whatever the seed; its
 //     SVG (Trajectory.SVG) is the same bytes on every run.
 //   - A killed simulated worker is unwound by a panic private to this

@@ -73,15 +73,17 @@ func WithParallel(p int) Option {
 	}
 }
 
-// WithDesigns sets which designs run (default both, fenced first).
+// WithDesigns sets which designs run (default both, fenced first): Fenced,
+// Naive, or a self-test design (SelfTestDesigns), which the drill must
+// fail.
 func WithDesigns(ds ...Design) Option {
 	return func(c *config) error {
 		if len(ds) == 0 {
 			return errors.New("no design")
 		}
 		for _, d := range ds {
-			if d != Fenced && d != Naive {
-				return fmt.Errorf("design %q: use %s or %s", d, Fenced, Naive)
+			if !slices.Contains(Designs(), d) {
+				return fmt.Errorf("design %q: use %s or %s (or a self-test design: %v)", d, Fenced, Naive, selfTests)
 			}
 		}
 		c.Designs = ds
@@ -188,6 +190,9 @@ type Report struct {
 	Replayed []*Trajectory `json:"-"`
 	// Why says which pass condition failed ("" when it passed).
 	Why string `json:"-"`
+	// Paired is the cost of safety paired trial by trial, fenced minus
+	// naive (nil unless both ran the same trials).
+	Paired *Paired `json:"paired,omitempty"`
 }
 
 // DesignReport is one design's scores over every trial.
@@ -218,6 +223,17 @@ type DesignReport struct {
 	// FirstViolation the first trial each grader flagged (for --replay).
 	RefusedAtGateway int            `json:"-"`
 	FirstViolation   map[Grader]int `json:"-"`
+	// SeedSequence counts the trials that played seed 003's central
+	// sequence (the provider acknowledged the promotion, the answer never
+	// reached its worker, the worker paused past its heartbeat timeout, a
+	// replacement claimed, the old worker woke and tried its next effect);
+	// NaiveOrder those that played its traffic order (the stale worker
+	// pointed traffic at the promoted secondary, then the replacement back
+	// at the original). Both read from the world's record (incident.go).
+	SeedSequence int `json:"seed_sequence"`
+	NaiveOrder   int `json:"seed_traffic_order"`
+	// costs is each trial's cost, by trial number (for Paired).
+	costs map[int]trialCost
 }
 
 // runner is one drill run.
@@ -294,7 +310,7 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 			return nil, err
 		}
 	}
-	if cfg.ViaGateway && cfg.real == nil && slices.Contains(cfg.Designs, Fenced) { // the real providers' world calls its ledger in-process
+	if cfg.ViaGateway && cfg.real == nil && slices.ContainsFunc(cfg.Designs, Design.ledgered) { // the real providers' world calls its ledger in-process
 		h, err := startHop(lg)
 		if err != nil {
 			return nil, err
@@ -330,21 +346,27 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		rep.Designs[d] = dr
 		rep.Replayed = append(rep.Replayed, trajs...)
 	}
+	if f, n := rep.Designs[Fenced], rep.Designs[Naive]; f != nil && n != nil && cfg.Scenario == "" {
+		rep.Paired = paired(f, n)
+	}
 	rep.Pass, rep.Why = verdict(rep, cfg.Replay >= 0 || cfg.Scenario != "")
 	return rep, nil
 }
 
-// verdict: every fixture passes, the fenced design scores zero, and the
-// naive design is caught by at least two graders (not asked of a replay:
-// one trial need not show two).
+// verdict: every fixture passes, every design but the naive one (the
+// fenced design, a self-test design) scores zero — a liveness violation
+// as any other — and the naive design is caught by at least two graders
+// (not asked of a replay: one trial need not show two).
 func verdict(rep *Report, replay bool) (bool, string) {
 	for _, f := range rep.Fixtures {
 		if !f.Pass {
 			return false, fmt.Sprintf("fixture %q: expected %s, observed %s", f.Name, f.Expected, f.Observed)
 		}
 	}
-	if f, ok := rep.Designs[Fenced]; ok && f.TotalViolations > 0 {
-		return false, fmt.Sprintf("the fenced design has %d violations", f.TotalViolations)
+	for _, d := range Designs() {
+		if dr, ok := rep.Designs[d]; ok && d != Naive && dr.TotalViolations > 0 {
+			return false, fmt.Sprintf("the %s design has %d violations", d, dr.TotalViolations)
+		}
 	}
 	if w, ok := rep.Designs[Worker]; ok && w.TotalViolations > 0 {
 		return false, fmt.Sprintf("the worker has %d violations", w.TotalViolations)
@@ -436,7 +458,7 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 }
 
 func newDesignReport() *DesignReport {
-	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
+	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}, costs: map[int]trialCost{}}
 	for _, g := range graders {
 		dr.Violations[g] = 0
 	}
@@ -456,7 +478,17 @@ func (dr *DesignReport) add(t *Trajectory) {
 		dr.Violations[v.Grader]++
 		dr.TotalViolations++
 	}
-	dr.Cost.add(costOf(t))
+	tc := costOf(t)
+	dr.Cost.add(tc)
+	if dr.costs != nil {
+		dr.costs[t.Trial] = tc
+	}
+	if seedSequence(t) {
+		dr.SeedSequence++
+	}
+	if naiveOrder(t) {
+		dr.NaiveOrder++
+	}
 	_, residual := staleCalls(t)
 	for _, c := range residual {
 		dr.ResidualStaleCalls++

@@ -66,6 +66,9 @@ const (
 	// Replication lag to the target rises past the approved loss bound
 	// for a while (30 s to 5 min): the commander must not approve meanwhile.
 	FaultLagExceeded FaultKind = "replication_lag_exceeded"
+	// The incident commander is away for 1-4 minutes before the first
+	// decision (seed 003: approvals take a person).
+	FaultCommanderAway FaultKind = "commander_away"
 )
 
 // FaultKinds lists every fault, in the report's order. It returns a new
@@ -76,7 +79,7 @@ var faultKinds = []FaultKind{
 	FaultResponseDropped, FaultKilledBeforeReceipt, FaultHeartbeatStop, FaultStaleCache, FaultTopologyChanged,
 	FaultDNSPendingLong, FaultAuditDuplicated, FaultAuditDelayed, FaultNewBuild, FaultOperatorEdit,
 	FaultKilledAfterClaim, FaultPausedAfterClaim, FaultLookupOutage, FaultTrafficStop, FaultReconcileStop,
-	FaultResolvePause, FaultResidualPause, FaultLagExceeded,
+	FaultResolvePause, FaultResidualPause, FaultLagExceeded, FaultCommanderAway,
 }
 
 // window is where in a worker's run a stop (kill or pause) strikes.
@@ -148,6 +151,9 @@ type plan struct {
 	takeoverPause time.Duration
 	// standbyAt is when the second worker starts when nothing fails.
 	standbyAt time.Duration
+	// commanderAway is how long the commander is away before its first
+	// decision (0: it is there).
+	commanderAway time.Duration
 }
 
 // faultProbability is the chance of each independent fault.
@@ -183,10 +189,14 @@ func newPlan(rng *rand.Rand) plan {
 		p.lagOver = time.Duration(rng.IntN(20)) * time.Second
 		p.lagBack = p.lagOver + time.Duration(30+rng.IntN(270))*time.Second
 	}
+	if rng.Float64() < awayProbability {
+		p.commanderAway = time.Duration(60+rng.IntN(180)) * time.Second
+	}
 	p.operatorValue = maintenance
 	if rng.IntN(3) == 0 {
 		p.operatorValue = staticFallback
 	}
+	seed := rng.Float64() < seedSequenceProbability
 	if stop < 2 {
 		p.kill = stop == 0
 		p.stopIn = windows[rng.IntN(len(windows))]
@@ -203,12 +213,29 @@ func newPlan(rng *rand.Rand) plan {
 			p.dropOn, p.lookupOutage = "promote", max(p.lookupOutage, 10*time.Minute)
 		}
 	}
+	if seed {
+		// Seed 003's central sequence: A's heartbeats stop as the provider's
+		// acknowledgement of its promotion arrives, B takes over with a stale
+		// cached topology, and A wakes 0.3-2 s after B's claim.
+		p.stopIn, p.kill, p.staleCache = winPromoteApply, false, true
+		if p.dropOn == "promote" {
+			p.dropOn = "" // the acknowledgement reaches the gateway; A is the one who misses it
+		}
+		p.takeoverPause = time.Duration(300+rng.IntN(1700)) * time.Millisecond
+	}
 	return p
 }
+
+// seedSequenceProbability is the chance a trial's plan is seed 003's
+// central sequence (on top of the stops drawn at random).
+const seedSequenceProbability = 0.16
 
 // windows are the stops' windows, as drawn.
 var windows = []window{winPromoteClaim, winPromoteApply, winPromoteResidual, winTrafficClaim, winTrafficResidual,
 	winTrafficApply, winReconcile, winResolve}
+
+// awayProbability is the chance that the commander is away for a while.
+const awayProbability = 0.15
 
 // lagProbability is the chance that replication lag exceeds the loss
 // bound for a while.

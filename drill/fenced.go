@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -145,6 +144,7 @@ func (wk *worker) newLedger() (gateway, error) {
 // by the fence is recorded as such (a stale worker stopped at the
 // gateway: errStop); any other error is the drill's etcd's, wrapped.
 func (wk *worker) check(op string, err error) error {
+	wk.applyStop() // a stop that struck beside the worker (the commander's Resolve, in-process)
 	wk.w.syncJournal()
 	if err == nil {
 		return nil
@@ -176,6 +176,9 @@ func (w *world) syncJournal() {
 			e.Evidence = t.Evidence.ProviderIDs
 		}
 		w.traj.add(e)
+		if t.To == ledger.Proposed || t.To == ledger.ManualReview {
+			w.wakeCommander()
+		}
 	}
 }
 
@@ -279,10 +282,10 @@ func (wk *worker) promote(l gateway) error {
 				return err
 			}
 		}
-		rec, err = wk.drive(l, rec, approver{name: commander, wait: func() {}, decide: wk.commanderApproves,
-			note: "approve promotion of " + clusterSecondary + " within loss bound " + maxLoss.String()})
+		rec, err = wk.drive(l, rec)
 		if err == nil && rec.State == ledger.ManualReview {
-			rec, err = wk.review(l, rec)
+			// The commander's to resolve: the worker waits for its decision.
+			rec, err = wk.await(l, rec, ledger.ManualReview, commanderLook, commanderLook, commanderLooks+2)
 		}
 		if err != nil {
 			return err
@@ -293,11 +296,16 @@ func (wk *worker) promote(l gateway) error {
 			return nil
 		case ledger.ManualReview:
 			return wk.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
-		case ledger.Rejected:
-			return wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
-		case ledger.Failed:
-			if writer, _ := w.topo.Describe(wk.caller("")); writer == targetOf(rec.Effect) {
-				return nil // refused because the target is the writer already
+		case ledger.Proposed:
+			return wk.hold(holdCommanderRefused, "no decision on promotion %s: traffic held", rec.Operation)
+		case ledger.Rejected, ledger.Failed:
+			// Refused, or established never applied: if the target is the
+			// writer anyway (promoted out of band), traffic follows it.
+			if writer := wk.settledView(); writer == targetOf(rec.Effect) {
+				return nil
+			}
+			if rec.State == ledger.Rejected {
+				return wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
 			}
 			continue // the commander established it never applied: a new intent
 		}
@@ -321,94 +329,11 @@ func adoptable(found []ledger.Record) (ledger.Record, bool) {
 	return ledger.Record{}, false
 }
 
-// commanderApproves is the incident commander's review of a proposed
-// promotion (see worker.commanderDecides).
-func (wk *worker) commanderApproves(rec ledger.Record) (bool, string) {
-	return wk.commanderDecides(rec.Operation, targetOf(rec.Effect))
-}
-
 // How long the commander waits for the lag to come back within the bound.
 const (
 	commanderRecheck  = 15 * time.Second
 	commanderPatience = 3 * time.Minute
 )
-
-// commanderRule is the commander's test: the lag within the loss bound,
-// and the target a replica the topology names (not the writer, not being
-// promoted).
-func commanderRule(target string, lag time.Duration, topo func() (writer, promoting string)) (bool, string) {
-	if lag > maxLoss {
-		return false, fmt.Sprintf("replication lag %v exceeds the loss bound %v: not approved", lag, maxLoss)
-	}
-	writer, promoting := topo()
-	switch {
-	case target == writer:
-		return false, fmt.Sprintf("the target %s is the writer already: nothing to approve", target)
-	case promoting != "":
-		return false, fmt.Sprintf("a promotion of %s is in progress: not approved", promoting)
-	case target != clusterSecondary:
-		return false, fmt.Sprintf("the evidence names replica %s, not %s: not approved", clusterSecondary, target)
-	}
-	return true, fmt.Sprintf("approves promotion of %s: replication lag %v within the loss bound %v", target, lag, maxLoss)
-}
-
-// review is the incident commander's decision on a promotion the ledger
-// left in MANUAL_REVIEW. The commander looks for evidence outside the
-// adapter's bounded observations, every commanderLook: CONFIRMED when the
-// audit trail shows a PromoteTarget under the operation's id and the
-// topology shows its target as the writer or being promoted; FAILED when
-// no such call appears within the audit trail's delivery bound after the
-// dispatch and the topology shows no trace of it. Each decision goes
-// through Ledger.Resolve, journaled with approver and why. Without either
-// evidence it decides nothing: the record stays in MANUAL_REVIEW.
-func (wk *worker) review(l gateway, rec ledger.Record) (ledger.Record, error) {
-	w := wk.w
-	target := targetOf(rec.Effect)
-	wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation,
-		Detail: "reviews " + rec.Operation + " in MANUAL_REVIEW: the provider's evidence was inconclusive"})
-	for look := 0; look < commanderLooks; look++ {
-		wk.a.sleep(commanderLook)
-		ids, err := w.topo.LookupEvents(caller{actor: commander}, "PromoteTarget", rec.Operation)
-		writer, promoting := w.topo.Describe(caller{actor: commander})
-		to, why := commanderVerdict(ids, err, writer, promoting, target, w.s.now-simDuration(rec.DispatchedAt))
-		if to == "" {
-			wk.record(Event{Kind: KindNote, Actor: "commander", Operation: rec.Operation, Detail: "no decision: " + why})
-			continue
-		}
-		d, _ := json.Marshal(map[string]string{"audit": fmt.Sprintf("PromoteTarget %v under %s", ids, rec.Operation),
-			"writer": writer, "promoting": promoting})
-		wk.stopAt(winResolve, "after the commander decided, before Resolve was written")
-		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, to, ledger.Evidence{ProviderIDs: ids, Detail: d, At: simTime(w.s.now)}, commander, why)
-		return r, wk.check("resolve", err)
-	}
-	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW", rec.Operation)
-	return rec, nil
-}
-
-// commanderVerdict is the commander's reading of the evidence on a
-// promotion in MANUAL_REVIEW dispatched age ago: CONFIRMED, FAILED, or ""
-// (no decision), and why.
-func commanderVerdict(ids []string, lookupErr error, writer, promoting, target string, age time.Duration) (ledger.State, string) {
-	switch {
-	case lookupErr != nil:
-		return "", "the audit trail does not answer"
-	case len(ids) > 0 && (writer == target || promoting == target):
-		return ledger.Confirmed, fmt.Sprintf("CloudTrail shows PromoteTarget %s under this operation id, and the topology shows %s as %s",
-			strings.Join(ids, ","), target, map[bool]string{true: "the writer", false: "being promoted"}[writer == target])
-	case len(ids) == 0 && writer != target && promoting != target && age > auditBound:
-		return ledger.Failed, fmt.Sprintf("no PromoteTarget under this operation id %v after its dispatch (the audit trail delivers within %v), and the topology shows writer %s, nothing promoting: it never applied",
-			age.Round(time.Second), auditBound, writer)
-	}
-	return "", fmt.Sprintf("%d audit event(s) under this id, writer %s, promoting %s", len(ids), writer, orDash(promoting))
-}
-
-// approver is who approves an operation's exact digests: the time it takes
-// them, and, for a person with a rule, the decision (nil: approve).
-type approver struct {
-	name, note string
-	wait       func()
-	decide     func(ledger.Record) (bool, string)
-}
 
 // observe is the worker's view of the topology: a stale cache on its first
 // read when the stale-cache fault is on, the provider's authority otherwise.
@@ -421,11 +346,14 @@ func (wk *worker) observe() (writer, promoting string) {
 
 // traffic points the record at the writer as its own operation, after the
 // topology settled (as the worker sees it), and verifies from both
-// authorities that the record follows the writer. A superseded change (the
-// worker's view was stale: the gateway revalidated it) is followed by a new
-// intent with a new id. A record that is not what the workflow last left it
-// (an operator's edit) is respected: the worker holds for the commander
-// instead of overwriting it. It reports whether the worker may go on.
+// authorities that the record follows the writer. The worker proposes; the
+// world's traffic policy (or, over an operator's edit, the commander)
+// decides. A superseded change (the worker's view was stale: the gateway
+// revalidated it), or one refused as not toward the writer, is followed by
+// a new intent with a new id. A refusal while the record is not what the
+// workflow last left it (an operator's edit the commander let stand) is a
+// hold. The record is never changed around the gateway: an operator's edit
+// reaches the commander as the next proposal's precondition.
 func (wk *worker) traffic(l gateway) error {
 	ctx, w := wk.w.ctx, wk.w
 	for n := 0; n < trafficAttempts; n++ {
@@ -437,22 +365,20 @@ func (wk *worker) traffic(l gateway) error {
 		if len(found) > 0 {
 			rec = found[len(found)-1]
 		}
-		if err := wk.editedOutOfBand(found); err != nil {
-			return err
-		}
 		switch {
+		case rec.State == ledger.Rejected && trafficValue(rec) == wk.writerNow() && wk.editedOutOfBand(found):
+			// Toward the writer, and refused: over the operator's edit.
+			return wk.hold(holdOperatorEdit, "the commander refused traffic operation %s over an out-of-band edit of %s: traffic held", rec.Operation, recordName)
 		case rec.State != "" && !rec.State.Terminal():
 			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
 		case rec.State == ledger.Confirmed:
-			if done, err := wk.verify(found); done || err != nil {
+			if done, err := wk.verify(); done || err != nil {
 				return err
 			}
 			fallthrough
 		default:
 			writer := wk.settledView()
-			if err := wk.editedOutOfBand(found); err != nil { // while it waited for the topology
-				return err
-			}
+			wk.editedOutOfBand(found)
 			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
 			w.effects[id] = "traffic"
 			params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
@@ -463,7 +389,7 @@ func (wk *worker) traffic(l gateway) error {
 				return err
 			}
 		}
-		if _, err := wk.drive(l, rec, approver{name: "traffic-policy", wait: wk.a.step, note: "traffic follows the confirmed writer"}); err != nil {
+		if _, err := wk.drive(l, rec); err != nil {
 			return err
 		}
 	}
@@ -471,11 +397,25 @@ func (wk *worker) traffic(l gateway) error {
 	if err != nil {
 		return err
 	}
-	if done, err := wk.verify(found); err != nil || !done {
-		wk.note("traffic does not follow the writer after %d operations; stops for review", trafficAttempts)
-		return err
+	if len(found) > 0 && found[len(found)-1].State == ledger.Confirmed {
+		if done, err := wk.verify(); err != nil || done {
+			return err
+		}
 	}
-	return nil
+	return wk.hold(holdManualReview, "traffic does not follow the writer after %d operations: traffic held for review", trafficAttempts)
+}
+
+// trafficValue is where a traffic operation points the record.
+func trafficValue(rec ledger.Record) string {
+	var p trafficParams
+	_ = json.Unmarshal(rec.Effect.Params, &p)
+	return p.Value
+}
+
+// writerNow is the writer as the topology's authority shows it now.
+func (wk *worker) writerNow() string {
+	writer, _ := wk.w.topo.Describe(wk.caller(""))
+	return writer
 }
 
 // lastLeft is the value the workflow last left the record at: the newest
@@ -494,61 +434,36 @@ func lastLeft(found []ledger.Record) string {
 	return clusterPrimary
 }
 
-// editedOutOfBand reads the record at its authority and, if it is not what
-// the workflow last left it (or what the commander last let it go on
-// from), stops for the commander: an operator changed the recovery
-// resource, and the approved world no longer holds there. It returns
-// errStop when the commander keeps the hold.
-//
-// The commander's rule: an edit to the maintenance page is a holding
-// action; after confirming it with the operator (1-3 minutes) the commander
-// lets the workflow go on from it, and the next traffic intent is proposed
-// against the record as it now is. Any other edit (the read-only static
-// checkout) is the operator's own routing decision: it stands, and traffic
-// stays held until a person decides otherwise.
-func (wk *worker) editedOutOfBand(found []ledger.Record) error {
+// editedOutOfBand reads the record at its authority and reports whether it
+// is not what the workflow last left it: an operator changed the recovery
+// resource. The worker does not decide what that means; the next traffic
+// intent is proposed against the record as it now is, and the commander
+// decides on it (a holding action goes on, a routing decision stands).
+func (wk *worker) editedOutOfBand(found []ledger.Record) bool {
 	now, want := wk.w.dns.Record(wk.caller("")), lastLeft(found)
-	if now == want || now == wk.resumedFrom {
-		return nil
+	if now == want {
+		return false
 	}
-	held := wk.hold(holdOperatorEdit, "%s was edited out of band to %s (the workflow left %s): not overwritten; traffic held for the commander", recordName, now, want)
-	if now != maintenance {
-		wk.record(Event{Kind: KindNote, Actor: "commander", Detail: fmt.Sprintf(
-			"the operator pointed %s at %s by hand: a routing decision that stands until a person decides otherwise", recordName, now)})
-		return held
-	}
-	wk.a.sleep(wk.w.s.between(time.Minute, 3*time.Minute))
-	wk.w.held = false
-	wk.resumedFrom = now
-	wk.record(Event{Kind: KindResume, Actor: "commander", Value: now, Detail: fmt.Sprintf(
-		"the operator confirms %s was a holding action: the workflow goes on from it", now)})
-	return nil
+	wk.note("%s was edited out of band to %s (the workflow left %s): the next intent is proposed against it, for the commander to decide", recordName, now, want)
+	return true
 }
 
-// drive takes one operation as far as it goes: approval, dispatch through
-// the gateway, reconciliation of an unknown outcome. It returns the record
-// as it ends (UNKNOWN if a change is still PENDING after reconciling), and
-// an error when the worker must stop.
-func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Record, error) {
-	ctx, w := wk.w.ctx, wk.w
+// drive takes one operation as far as it goes: the world's decision on a
+// proposal (the worker only waits for it), dispatch through the gateway,
+// reconciliation of an unknown outcome. It returns the record as it ends
+// (UNKNOWN if a change is still PENDING after reconciling, PROPOSED if no
+// decision came), and an error when the worker must stop.
+func (wk *worker) drive(l gateway, rec ledger.Record) (ledger.Record, error) {
+	ctx := wk.w.ctx
 	for step := 0; step < 20; step++ {
 		var err error
 		op := ""
 		switch rec.State {
 		case ledger.Proposed:
-			by.wait()
-			if by.decide != nil {
-				if ok, why := by.decide(rec); !ok {
-					rec, err = l.Reject(ctx, wk.grant, rec.Operation, by.name, why)
-					if err := wk.check("reject", err); err != nil {
-						return rec, err
-					}
-					continue
-				}
+			if rec, err = wk.await(l, rec, ledger.Proposed, 2*time.Second, 15*time.Second, decisionPolls); err != nil || rec.State == ledger.Proposed {
+				return rec, err
 			}
-			op = "authorize"
-			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
-				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: simTime(w.s.now), Note: by.note})
+			continue
 		case ledger.Authorized:
 			if rec.Effect.Kind != kindPromote || !wk.until("dispatch") {
 				wk.a.step()
@@ -574,6 +489,30 @@ func (wk *worker) drive(l gateway, rec ledger.Record, by approver) (ledger.Recor
 	return rec, nil
 }
 
+// decisionPolls bounds how often a worker re-reads a proposal waiting for
+// the world's decision (every 2 s for 20 s, then doubling up to 15 s:
+// about 17 minutes).
+const decisionPolls = 76
+
+// await re-reads rec while it is in state, every first for 20 s, then
+// doubling up to most, at most polls times: the worker waiting for a
+// decision that is not its own.
+func (wk *worker) await(l gateway, rec ledger.Record, state ledger.State, first, most time.Duration, polls int) (ledger.Record, error) {
+	start, wait := wk.w.s.now, first
+	for i := 0; i < polls && rec.State == state; i++ {
+		if wk.w.s.now-start >= 20*time.Second {
+			wait = min(2*wait, most)
+		}
+		wk.a.sleep(wait)
+		r, _, err := l.Record(wk.w.ctx, rec.Tenant, rec.Task, rec.Operation)
+		if err := wk.check("read", err); err != nil {
+			return rec, err
+		}
+		rec = r
+	}
+	return rec, nil
+}
+
 // settledView waits until no promotion is in progress, as the worker sees
 // it (its stale cache says none is), and returns the writer it sees.
 func (wk *worker) settledView() string {
@@ -589,9 +528,8 @@ func (wk *worker) settledView() string {
 }
 
 // verify reads the record and the writer from their authorities; when they
-// agree the incident is closed (done). A record the workflow did not set
-// is an out-of-band edit: the worker holds (errStop).
-func (wk *worker) verify(found []ledger.Record) (bool, error) {
+// agree the incident is closed (done).
+func (wk *worker) verify() (bool, error) {
 	wk.a.step()
 	record := wk.w.dns.Record(wk.caller(""))
 	writer, promoting := wk.w.topo.Describe(wk.caller(""))
@@ -599,9 +537,6 @@ func (wk *worker) verify(found []ledger.Record) (bool, error) {
 		wk.w.closed = true
 		wk.note("verified: %s points at the writer %s; incident closed", recordName, writer)
 		return true, nil
-	}
-	if err := wk.editedOutOfBand(found); err != nil {
-		return false, err
 	}
 	wk.note("verify: %s points at %s, the writer is %s", recordName, record, writer)
 	return false, nil

@@ -86,14 +86,15 @@ func TestDesignReportAdd(t *testing.T) {
 		tr("op2", "UNKNOWN"), tr("op2", "SUPERSEDED"),
 		tr("op3", "UNKNOWN"), tr("op3", "MANUAL_REVIEW"),
 		tr("op4", "DISPATCHING"), tr("op4", "CONFIRMED"),
-		{Kind: KindHold, Effect: holdManualReview}, // op3 stays there: a legitimate end
+		{Kind: KindHold, Effect: holdManualReview},                                                              // the design's word: it counts for nothing
+		{Kind: KindDecision, Actor: commander, Operation: "op3", Effect: decisionHold, Value: ReasonNoEvidence}, // the world's: op3 stays there, a legitimate end
 	}}
 	dr := &DesignReport{Violations: map[Grader]int{}, Faults: map[FaultKind]int{}, FirstViolation: map[Grader]int{}}
 	dr.add(traj)
 	if dr.Trials != 1 || dr.UnknownOperations != 3 || dr.Reconciled != 2 || dr.ManualReview != 1 ||
 		dr.Faults[FaultResponseDropped] != 1 || dr.RefusedAtGateway != 1 ||
 		dr.TotalViolations != 2 || dr.Violations[GraderConfirmedWithoutEvidence] != 2 || // two CONFIRMED cite nothing
-		dr.Cost.Holds != 1 || dr.Cost.HoldReasons[holdManualReview] != 1 || dr.Cost.Commander != 1 {
+		dr.Cost.Holds != 1 || dr.Cost.HoldReasons[ReasonNoEvidence] != 1 || dr.Cost.Commander != 1 {
 		t.Fatalf("counted %+v", dr)
 	}
 }

@@ -3,6 +3,7 @@ package drill
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Grader names one trajectory check. Each counts violations; a trial of a
@@ -33,14 +34,19 @@ const (
 	// end state is green.
 	GraderProhibitedTraffic Grader = "prohibited_traffic_transition"
 	// An operator's out-of-band edit of the record is not overwritten by a
-	// worker: the design notices it and stops for the commander.
+	// worker unless the world's commander approved that very change after
+	// the edit (a holding action the operator confirmed).
 	GraderOperatorEditOverwritten Grader = "operator_edit_overwritten"
-	// The trial does not end where it started — writer and traffic still
-	// on the impaired original — unless in a legitimate hold: an operation
-	// left in MANUAL_REVIEW, an operator's edit respected, or a promotion
-	// the commander refused, with no traffic change by a worker after the
-	// hold. A design that does nothing fails it. (Traffic that ends off the
-	// writer is final_traffic_not_writer's.)
+	// The trial recovers: traffic ends on the final writer, off the
+	// impaired original, within the trial's bound — unless the world
+	// itself made recovery unsafe for the whole window, as its own record
+	// shows (worldHold): the commander refused the promotion over the loss
+	// bound and the writer never moved; the commander found no evidence
+	// either way on an operation left in MANUAL_REVIEW; or the operator
+	// took the record over (then the writer must still have moved). A
+	// design's own hold, rejection or log line excuses nothing: a design
+	// that does nothing, refuses everything, or promotes and leaves traffic
+	// on the original fails it.
 	GraderLiveness Grader = "liveness"
 )
 
@@ -82,7 +88,7 @@ func grade(g Grader, t *Trajectory) []string {
 	case GraderUnresolvedUnknown:
 		return unresolvedUnknown(t)
 	case GraderFinalTrafficWriter:
-		if t.FinalTraffic != t.FinalWriter && !respectsOperator(t) && legitHold(t) == "" {
+		if t.FinalTraffic != t.FinalWriter && !worldHold(t).traffic(t) {
 			return []string{fmt.Sprintf("traffic ends at %s, the writer is %s", t.FinalTraffic, t.FinalWriter)}
 		}
 		return nil
@@ -289,97 +295,146 @@ func prohibitedTraffic(t *Trajectory) []string {
 }
 
 // operatorEditOverwritten flags a worker's change of the record after an
-// operator edited it by hand, unless the incident commander decided in
-// between that the workflow goes on from the edit (a resume event).
+// operator edited it by hand, unless the world's commander approved that
+// change (its operation) after the edit as going on from a holding action.
 func operatorEditOverwritten(t *Trajectory) []string {
 	var edit *Event
+	var approved map[string]bool // operations the commander let overwrite the edit
 	var out []string
 	for i, e := range t.Events {
-		if e.Kind == KindResume {
-			edit = nil
+		if edit != nil && isWorldDecision(e) && e.Effect == decisionApprove && e.Value == ReasonHoldingAction {
+			approved[e.Operation] = true
 		}
 		if e.Kind != KindApplied || e.Effect != "record" {
 			continue
 		}
 		switch {
 		case e.By == operatorCaller.actor:
-			edit = &t.Events[i]
+			edit, approved = &t.Events[i], map[string]bool{}
+		case edit != nil && byWorker(e) && approved[e.Operation]:
+			edit = nil // the workflow goes on from the edit, as the commander decided
 		case edit != nil && byWorker(e):
-			out = append(out, fmt.Sprintf("%s overwrote the operator's edit (%s at %.3fs) with %s at %.3fs",
+			out = append(out, fmt.Sprintf("%s overwrote the operator's edit (%s at %.3fs) with %s at %.3fs, which the commander did not approve over it",
 				e.By, edit.Value, edit.At.Seconds(), e.Value, e.At.Seconds()))
 		}
 	}
 	return out
 }
 
-// respectsOperator: the record ends at an operator's edit and no worker
-// changed it afterwards (a design that respected the edit is not faulted
-// for traffic not following the writer).
-func respectsOperator(t *Trajectory) bool {
-	last := -1
-	for i, e := range t.Events {
-		if e.Kind == KindApplied && e.Effect == "record" {
-			last = i
-		}
-	}
-	return last >= 0 && t.Events[last].By == operatorCaller.actor && t.Events[last].Value == t.FinalTraffic
+// isWorldDecision: e is a decision of the world's commander or traffic
+// policy (never a design's event).
+func isWorldDecision(e Event) bool { return e.Kind == KindDecision && worldActors[e.Actor] }
+
+// holds is what the world's record shows of the world itself holding the
+// recovery.
+type holds struct {
+	// lossBound: a promotion's last world decision refused it over the
+	// loss bound, and no promotion was approved after.
+	lossBound bool
+	// noEvidence: an operation ends in MANUAL_REVIEW in the journal, and
+	// the commander's last decision on it found no evidence either way.
+	noEvidence bool
+	// tookOver: the commander ruled that the operator took the record
+	// over, and the record ends at the operator's edit, no worker changing
+	// it after.
+	tookOver bool
+	// operatorLast: the last change of the record was the operator's.
+	operatorLast bool
 }
 
-// liveness: the trial moved off the impaired original, or ended in a hold
-// the trajectory bears out.
-func liveness(t *Trajectory) []string {
-	if t.FinalWriter != t.Original || t.FinalTraffic != t.FinalWriter {
-		return nil // moved on (where traffic ends is final_traffic_not_writer's)
-	}
-	if why := legitHold(t); why != "" {
-		return nil
-	}
-	return []string{fmt.Sprintf("the trial ends with writer %s and traffic %s (the original writer was %s), and in no hold the trajectory bears out",
-		t.FinalWriter, t.FinalTraffic, t.Original)}
-}
-
-// legitHold is the reason of the hold the trial ended in, if the
-// trajectory bears it out ("" if none): no worker changed traffic after
-// it, and an operation is still in MANUAL_REVIEW, or the operator's edit
-// stands, or the commander refused the promotion.
-func legitHold(t *Trajectory) string {
+// worldHold reads the world's record — the commander's decisions, the
+// ledger journal, the DNS provider's history — for a hold of the world's
+// own making.
+func worldHold(t *Trajectory) holds {
+	var h holds
 	ops := operations(t)
-	ends := func(state string) bool {
-		for _, op := range ops.order {
-			if ops.last[op] == state {
-				return true
+	last := map[string]Event{} // operation -> the world's last decision on it
+	refusedOverBound, tookOver := false, false
+	lastRecordBy, lastRecordValue := "", ""
+	for _, e := range t.Events {
+		switch {
+		case isWorldDecision(e) && e.Operation == "" && e.Value == ReasonOperatorTookOver:
+			tookOver = true
+		case isWorldDecision(e):
+			last[e.Operation] = e
+			if isPromotion(t, e.Operation) {
+				switch {
+				case e.Effect == decisionReject && e.Value == ReasonLossBound:
+					refusedOverBound = true
+				case e.Effect == decisionApprove:
+					refusedOverBound = false
+				}
 			}
+		case e.Kind == KindApplied && e.Effect == "record":
+			lastRecordBy, lastRecordValue = e.By, e.Value
 		}
-		return false
 	}
-	for i, e := range t.Events {
-		if e.Kind != KindHold || changedAfter(t.Events[i+1:]) || resumedAfter(t.Events[i+1:]) {
+	h.lossBound = refusedOverBound
+	for _, op := range ops.order {
+		if ops.last[op] != "MANUAL_REVIEW" {
 			continue
 		}
-		switch {
-		case e.Effect == holdManualReview && ends("MANUAL_REVIEW"),
-			e.Effect == holdOperatorEdit && respectsOperator(t),
-			e.Effect == holdCommanderRefused && ends("REJECTED"):
-			return e.Effect
+		id, _, _ := strings.Cut(op, " ")
+		if d, ok := last[id]; ok && d.Effect == decisionHold && d.Value == ReasonNoEvidence {
+			h.noEvidence = true
 		}
+	}
+	h.operatorLast = lastRecordBy == operatorCaller.actor
+	h.tookOver = tookOver && h.operatorLast && lastRecordValue == t.FinalTraffic
+	return h
+}
+
+// isPromotion: operation is a promotion in the trajectory's journal (or
+// the naive design's plan).
+func isPromotion(t *Trajectory, operation string) bool {
+	if operation == "plan" {
+		return true
+	}
+	for _, e := range t.Events {
+		if e.Kind == KindTransition && e.Operation == operation {
+			return e.Effect == "promote"
+		}
+	}
+	return strings.HasPrefix(operation, "promote")
+}
+
+// traffic: traffic may end off the writer, by the world's own hold: the
+// commander holds an operation in MANUAL_REVIEW, or the record ends at the
+// operator's hand (a take-over, or any edit while the promotion was
+// refused over the loss bound).
+func (h holds) traffic(t *Trajectory) bool {
+	return h.noEvidence || h.tookOver || (h.operatorLast && h.lossBound && t.FinalWriter == t.Original)
+}
+
+// reason names the world's hold for the report ("" if none).
+func (h holds) reason(t *Trajectory) string {
+	switch {
+	case h.noEvidence:
+		return ReasonNoEvidence
+	case h.lossBound && t.FinalWriter == t.Original:
+		return ReasonLossBound
+	case h.tookOver:
+		return ReasonOperatorTookOver
 	}
 	return ""
 }
 
-func resumedAfter(events []Event) bool {
-	for _, e := range events {
-		if e.Kind == KindResume {
-			return true
-		}
+// liveness: the trial recovered (traffic on the final writer, off the
+// original), or the world's own record shows a hold that made recovery
+// unsafe for the whole window.
+func liveness(t *Trajectory) []string {
+	if t.FinalTraffic == t.FinalWriter && t.FinalWriter != t.Original {
+		return nil
 	}
-	return false
-}
-
-func changedAfter(events []Event) bool {
-	for _, e := range events {
-		if e.Kind == KindApplied && e.Effect == "record" && byWorker(e) {
-			return true
-		}
+	h := worldHold(t)
+	switch {
+	case h.noEvidence:
+		return nil // the commander could not establish what happened
+	case h.lossBound && t.FinalWriter == t.Original && (t.FinalTraffic == t.Original || h.operatorLast):
+		return nil // no promotion was safe: the lag stayed past the bound
+	case h.tookOver && t.FinalWriter != t.Original:
+		return nil // the writer moved; the operator owns traffic now
 	}
-	return false
+	return []string{fmt.Sprintf("the trial ends with writer %s and traffic %s (the original writer was %s): not recovered, and the world's record shows no hold that made recovery unsafe",
+		t.FinalWriter, t.FinalTraffic, t.Original)}
 }

@@ -45,43 +45,44 @@ func TestGraders(t *testing.T) {
 	cases := []struct {
 		grader drill.Grader
 		inject func(t *drill.Trajectory)
+		also   drill.Grader // a second grader that must catch it too ("": none)
 	}{
 		{drill.GraderOnePromotionIntent, func(t *drill.Trajectory) {
 			insert(t, 6, drill.Event{Kind: drill.KindCall, Actor: "aurora", By: "worker-b", Epoch: 12, Operation: "attempt-b", Effect: "PromoteTarget"})
-		}},
+		}, ""},
 		{drill.GraderStaleEpochDispatch, func(t *drill.Trajectory) {
 			// worker-a wakes after worker-b's claim and changes traffic under epoch 10.
 			insert(t, 9, drill.Event{Kind: drill.KindCall, Actor: "route53", By: "worker-a", Epoch: 10, Operation: "traffic/x/9", Effect: "ChangeResourceRecordSets", Value: "aurora-usw2"})
-		}},
+		}, ""},
 		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
 			// The traffic change confirmed while still PENDING: before the INSYNC.
 			last := t.Events[len(t.Events)-1]
 			t.Events = t.Events[:len(t.Events)-1]
 			insert(t, 10, last)
-		}},
+		}, ""},
 		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
 			t.Events[6].Evidence = nil
-		}},
+		}, ""},
 		{drill.GraderConfirmedWithoutEvidence, func(t *drill.Trajectory) {
 			// Evidence of another operation's request.
 			t.Events[6].Operation, t.Events[4].Operation = "promote/y", "promote/y"
 			t.Events[1].Operation = "promote/y"
-		}},
+		}, ""},
 		{drill.GraderUnresolvedUnknown, func(t *drill.Trajectory) {
 			t.Events[6].To = "AUTHORIZED"
 			t.Events[6].Evidence = nil
-		}},
+		}, ""},
 		{drill.GraderUnresolvedUnknown, func(t *drill.Trajectory) {
 			// The takeover never reconciled the dispatch: it stays DISPATCHING.
 			t.Events[4].To, t.Events[4].From = "DISPATCHING", "AUTHORIZED"
 			t.Events = append(t.Events[:6], t.Events[7:]...)
-		}},
-		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "aurora-use1" }},
+		}, ""},
+		{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) { t.FinalTraffic = "aurora-use1" }, drill.GraderLiveness},
 		{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
 			// A worker holds traffic on the old writer after the promotion
 			// moved it (and later fixes it: the end is green).
 			insert(t, 8, drill.Event{Kind: drill.KindApplied, Actor: "route53", By: "worker-b", Epoch: 12, Operation: "hold", Effect: "record", Value: "aurora-use1"})
-		}},
+		}, ""},
 	}
 	cases = append(cases, newGraderCases...)
 	for _, c := range cases {
@@ -95,8 +96,11 @@ func TestGraders(t *testing.T) {
 			if got[c.grader] == 0 {
 				t.Fatalf("%s did not catch it; violations %v", c.grader, got)
 			}
+			if c.also != "" && got[c.also] == 0 {
+				t.Errorf("%s did not catch it too; violations %v", c.also, got)
+			}
 			for g, n := range got {
-				if g != c.grader {
+				if g != c.grader && g != c.also {
 					t.Errorf("%s also flagged %d (only %s should)", g, n, c.grader)
 				}
 			}
@@ -114,25 +118,78 @@ func ev(s float64, k drill.Kind, actor, by, op, effect, value string) drill.Even
 var newGraderCases = []struct {
 	grader drill.Grader
 	inject func(t *drill.Trajectory)
+	also   drill.Grader
 }{
 	{drill.GraderLiveness, func(t *drill.Trajectory) {
 		// A design that does nothing: it claims, and the world stays as it was.
 		t.Events = t.Events[:1]
 		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
-	}},
+	}, ""},
 	{drill.GraderLiveness, func(t *drill.Trajectory) {
 		// A hold the trajectory does not bear out: nothing is in MANUAL_REVIEW.
 		t.Events = append(t.Events[:1], drill.Event{At: time.Second, Kind: drill.KindHold, Actor: "worker-a", Effect: "manual_review"})
 		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
-	}},
+	}, ""},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// Refuse everything: the design rejects its own promotion (a REJECTED
+		// in its story, a hold event) — no decision of the world's.
+		t.Events = append(t.Events[:2],
+			drill.Event{At: time.Second, Kind: drill.KindTransition, Actor: "worker-a", Epoch: 10, Operation: "promote/x", Effect: "promote", From: "PROPOSED", To: "REJECTED"},
+			drill.Event{At: time.Second, Kind: drill.KindHold, Actor: "worker-a", Effect: "commander_refused"})
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
+	}, ""},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// A world refusal, but of a target the evidence does not name: the
+		// design's doing, no hold of the world's.
+		t.Events = append(t.Events[:2],
+			drill.Event{At: time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Operation: "promote/x", Effect: "reject", Value: drill.ReasonTarget, To: "REJECTED"})
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
+	}, ""},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// A loss-bound refusal signed by a worker, not the commander.
+		t.Events = append(t.Events[:2],
+			drill.Event{At: time.Second, Kind: drill.KindDecision, Actor: "worker-a", Operation: "promote/x", Effect: "reject", Value: drill.ReasonLossBound, To: "REJECTED"})
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
+	}, ""},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// Release after claim, and an operator's edit of the record: the
+		// edit is not the trial having moved on.
+		t.Events = append(t.Events[:1], ev(2, drill.KindLost, "worker-a", "", "", "", ""),
+			ev(10, drill.KindApplied, "route53", "operator", "", "record", "maintenance-page"))
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "maintenance-page"
+	}, drill.GraderFinalTrafficWriter},
+	{drill.GraderLiveness, func(t *drill.Trajectory) {
+		// The operator took the record over, but the writer never moved:
+		// the promotion was still the design's to do.
+		t.Events = append(t.Events[:1], ev(10, drill.KindApplied, "route53", "operator", "", "record", "static-fallback"),
+			drill.Event{At: 10 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Effect: "hold", Value: drill.ReasonOperatorTookOver})
+		t.FinalWriter, t.FinalTraffic = "aurora-use1", "static-fallback"
+	}, ""},
+	{drill.GraderFinalTrafficWriter, func(t *drill.Trajectory) {
+		// Promote, then hold traffic on the original, the design saying the
+		// commander refused it.
+		t.Events = append(t.Events[:8], drill.Event{At: 9 * time.Second, Kind: drill.KindHold, Actor: "worker-b", Effect: "commander_refused"})
+		t.FinalTraffic = "aurora-use1"
+	}, drill.GraderLiveness},
+	{drill.GraderOperatorEditOverwritten, func(t *drill.Trajectory) {
+		// The commander approved another operation over the edit, not this one.
+		t.Events = append(t.Events,
+			drill.Event{At: 13 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Operation: "traffic/x/3", Effect: "approve", Value: drill.ReasonHoldingAction},
+			ev(14, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
+	}, ""},
+	{drill.GraderOperatorEditOverwritten, func(t *drill.Trajectory) {
+		// A design's own resume event is no approval.
+		t.Events = append(t.Events, drill.Event{At: 13 * time.Second, Kind: drill.KindResume, Actor: "commander"},
+			ev(14, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
+	}, ""},
 	{drill.GraderProhibitedTraffic, func(t *drill.Trajectory) {
 		// Traffic pointed at the target before the promotion moved the writer.
 		insert(t, 7, ev(5, drill.KindApplied, "route53", "worker-a", "early", "record", "aurora-usw2"))
-	}},
+	}, ""},
 	{drill.GraderOperatorEditOverwritten, func(t *drill.Trajectory) {
 		// The operator's edit at 10 s, then a worker's change over it.
 		t.Events = append(t.Events, ev(14, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
-	}},
+	}, ""},
 	{drill.GraderStaleEpochDispatch, func(t *drill.Trajectory) {
 		// A fence read while current, but of another operation: no excuse.
 		read := ev(2.5, drill.KindFenceRead, "worker-a", "", "traffic/x/8", "send", "")
@@ -141,7 +198,7 @@ var newGraderCases = []struct {
 		call := ev(9, drill.KindCall, "route53", "worker-a", "traffic/x/9", "ChangeResourceRecordSets", "aurora-usw2")
 		call.Epoch = 10
 		insert(t, 9, call)
-	}},
+	}, ""},
 }
 
 // TestGradersPassLegitimateEnds: a trial that ends in a hold the
@@ -152,17 +209,24 @@ func TestGradersPassLegitimateEnds(t *testing.T) {
 	for name, f := range map[string]func(t *drill.Trajectory){
 		"manual review hold": func(t *drill.Trajectory) {
 			t.Events = append(t.Events[:2], drill.Event{At: 2 * time.Second, Kind: drill.KindTransition, Actor: "worker-a", Operation: "promote/x", Effect: "promote", From: "UNKNOWN", To: "MANUAL_REVIEW"},
-				drill.Event{At: 3 * time.Second, Kind: drill.KindHold, Actor: "worker-a", Effect: "manual_review"})
+				drill.Event{At: 900 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Operation: "promote/x", Effect: "hold", Value: drill.ReasonNoEvidence, To: "MANUAL_REVIEW"})
 			t.Events[1].To = "UNKNOWN"
 			t.FinalWriter, t.FinalTraffic = "aurora-usw2", "aurora-use1"
 		},
-		"operator edit respected": func(t *drill.Trajectory) {
-			t.Events = append(t.Events, drill.Event{At: 11 * time.Second, Kind: drill.KindHold, Actor: "worker-b", Effect: "operator_edit"})
-			t.FinalTraffic = "maintenance-page"
+		"commander refused over the loss bound": func(t *drill.Trajectory) {
+			t.Events = append(t.Events[:2],
+				drill.Event{At: 200 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Operation: "promote/x", Effect: "reject", Value: drill.ReasonLossBound, To: "REJECTED"},
+				drill.Event{At: 200 * time.Second, Kind: drill.KindTransition, Actor: "worker-a", Operation: "promote/x", Effect: "promote", From: "PROPOSED", To: "REJECTED"})
+			t.FinalWriter, t.FinalTraffic = "aurora-use1", "aurora-use1"
 		},
-		"commander resumes after an edit": func(t *drill.Trajectory) {
-			t.Events = append(t.Events, drill.Event{At: 11 * time.Second, Kind: drill.KindHold, Actor: "worker-b", Effect: "operator_edit"},
-				drill.Event{At: 70 * time.Second, Kind: drill.KindResume, Actor: "commander"},
+		"operator took the record over": func(t *drill.Trajectory) {
+			t.Events[11].Value = "static-fallback"
+			t.Events = append(t.Events, drill.Event{At: 10 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Effect: "hold", Value: drill.ReasonOperatorTookOver})
+			t.FinalTraffic = "static-fallback"
+		},
+		"commander approves over a holding action": func(t *drill.Trajectory) {
+			t.Events = append(t.Events,
+				drill.Event{At: 70 * time.Second, Kind: drill.KindDecision, Actor: "incident-commander", Operation: "traffic/x/2", Effect: "approve", Value: drill.ReasonHoldingAction},
 				ev(71, drill.KindApplied, "route53", "worker-b", "traffic/x/2", "record", "aurora-usw2"))
 		},
 		"new intent after FAILED": func(t *drill.Trajectory) {

@@ -72,14 +72,15 @@ func (wk *worker) runNaive() {
 			wk.a.step()
 		}
 		wk.note("plan: promote %s, then point %s at it", clusterSecondary, recordName)
-		if ok, _ := wk.commanderDecides("plan", clusterSecondary); !ok {
+		if !w.commanderOnPlan(wk.a, clusterSecondary) {
 			wk.transition("plan", "promote", "", "REJECTED")
 			wk.hold(holdCommanderRefused, "the commander refused the plan: traffic held")
 			wk.release()
 			return
 		}
 		wk.note("commander approved the plan")
-	} else if n := w.audit.count("PromoteTarget"); n > 0 && !h.completed {
+	} else if wk.loadHistory(); w.audit.count("PromoteTarget") > 0 && !h.completed {
+		n := w.audit.count("PromoteTarget")
 		// The new controller asks the audit trail whether the promotion
 		// reached the provider; if it did, it skips to traffic.
 		wk.note("audit trail shows %d PromoteTarget event(s); skipping to traffic", n)
@@ -130,6 +131,14 @@ func (wk *worker) runNaive() {
 		}
 	}
 	wk.finishNaive()
+}
+
+// loadHistory is the replacement loading the workflow's durable history
+// before it decides (seed 003: B "loaded the durable workflow history").
+func (wk *worker) loadHistory() {
+	if !wk.until("history") {
+		wk.a.step()
+	}
 }
 
 // naiveTraffic points the record at target (the checkpointed plan's

@@ -336,6 +336,14 @@ func (d *dns) lookup(key string) (*dnsChange, bool) {
 	return ch, ok
 }
 
+// last is the newest change the provider accepted (nil: none).
+func (d *dns) last() *dnsChange {
+	if len(d.changes) == 0 {
+		return nil
+	}
+	return d.changes[len(d.changes)-1]
+}
+
 // operatorSet is an operator's manual edit of the record.
 func (d *dns) operatorSet(value string) { d.submit(operatorCaller, value) }
 

@@ -200,6 +200,11 @@ func checkReal(c *config) error {
 	if c.Replay >= 0 || c.Scenario != "" {
 		return errors.New("replays and scenarios run on the simulated providers only")
 	}
+	for _, d := range c.Designs {
+		if d != Fenced && d != Naive {
+			return fmt.Errorf("design %s runs on the simulated providers only", d)
+		}
+	}
 	c.Parallel = 1
 	return nil
 }

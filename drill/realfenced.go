@@ -265,9 +265,13 @@ func (wk *realWorker) review(l gateway, rec ledger.Record) (ledger.Record, error
 			continue
 		}
 		r, err := l.Resolve(w.ctx, wk.grant, rec.Operation, to, ev, commander, why)
+		if err == nil {
+			wk.record(Event{Kind: KindDecision, Actor: commander, Operation: rec.Operation, Effect: decisionResolve, Value: ReasonEvidence, To: string(to), Detail: why})
+		}
 		return r, wk.check("resolve", err)
 	}
-	wk.note("the commander found no evidence for %s; it stays in MANUAL_REVIEW", rec.Operation)
+	wk.record(Event{Kind: KindDecision, Actor: commander, Operation: rec.Operation, Effect: decisionHold, Value: ReasonNoEvidence,
+		To: string(ledger.ManualReview), Detail: "the commander found no evidence either way: it stays in MANUAL_REVIEW"})
 	return rec, nil
 }
 
@@ -314,6 +318,12 @@ func (wk *realWorker) verdict(rec ledger.Record, kind string) (ledger.State, led
 // time): approval, dispatch through the gateway (a hold while the provider
 // cannot be observed: tried again), reconciliation of an unknown outcome.
 func (wk *realWorker) drive(l gateway, rec ledger.Record, by approver) (ledger.Record, error) {
+	// decided records the commander's decision as the world's: on real
+	// providers the commander still runs beside the built-in worker (see
+	// docs/drill.md), by the same rules, and no other design runs there.
+	decided := func(decision, reason, why string, to ledger.State) {
+		wk.record(Event{Kind: KindDecision, Actor: by.name, Operation: rec.Operation, Effect: decision, Value: reason, To: string(to), Detail: why})
+	}
 	ctx := wk.w.ctx
 	holds := 0
 	for range 20 {
@@ -327,12 +337,20 @@ func (wk *realWorker) drive(l gateway, rec ledger.Record, by approver) (ledger.R
 					if err := wk.check("reject", err); err != nil {
 						return rec, err
 					}
+					decided(decisionReject, ReasonTarget, why, ledger.Rejected)
 					continue
 				}
 			}
 			op = "authorize"
 			rec, err = l.Authorize(ctx, wk.grant, rec.Operation, ledger.Approval{Approver: by.name,
 				ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, At: time.Now(), Note: by.note})
+			if err == nil {
+				reason := ReasonRule
+				if rec.Effect.Kind == kindTraffic && wk.resumedFrom != "" {
+					reason = ReasonHoldingAction
+				}
+				decided(decisionApprove, reason, by.note, ledger.Authorized)
+			}
 		case ledger.Authorized:
 			wk.step()
 			if rec.Effect.Kind == kindPromote && wk.first {
@@ -370,6 +388,14 @@ func (wk *realWorker) drive(l gateway, rec ledger.Record, by approver) (ledger.R
 	return rec, nil
 }
 
+// approver is who approves an operation's exact digests in the
+// real-provider world, and, for a person with a rule, the decision (nil:
+// approve).
+type approver struct {
+	name, note string
+	decide     func(ledger.Record) (bool, string)
+}
+
 // lastLeftReal is the place the workflow last left the record at: the
 // newest traffic operation that may have reached the server, else the
 // original writer.
@@ -396,7 +422,7 @@ func (wk *realWorker) editedOutOfBand(found []ledger.Record) error {
 	}
 	held := wk.hold(holdOperatorEdit, "%s was edited out of band to %s (the workflow left %s): not overwritten; traffic held for the commander", realRecord, now, want)
 	if now != maintenance {
-		wk.record(Event{Kind: KindNote, Actor: "commander", Detail: fmt.Sprintf(
+		wk.record(Event{Kind: KindDecision, Actor: commander, Effect: decisionHold, Value: ReasonOperatorTookOver, Detail: fmt.Sprintf(
 			"the operator pointed %s at %s by hand: a routing decision that stands until a person decides otherwise", realRecord, now)})
 		return held
 	}

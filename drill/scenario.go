@@ -54,10 +54,10 @@ func incidentScript() *script {
 	return &script{
 		start: at("02:13:00"), // Relay assembles the evidence
 		marks: map[string]time.Duration{
-			"worker-a/approval": at("02:13:18"), // Darius approves the exact digest
-			"worker-a/dispatch": at("02:13:24"), // A's handler dispatches (request key attempt-a)
-			"worker-a/call":     at("02:13:27"), // AWS accepts and acknowledges; A's connection fails
-			"worker-b/hold":     at("02:14:22"), // Route 53 accepts B-771
+			commander + "/approval": at("02:13:18"), // Darius approves the exact digest
+			"worker-a/dispatch":     at("02:13:24"), // A's handler dispatches (request key attempt-a)
+			"worker-a/call":         at("02:13:27"), // AWS accepts and acknowledges; A's connection fails
+			"worker-b/hold":         at("02:14:22"), // Route 53 accepts B-771
 		},
 		promotionDelay: at("02:13:46") - at("02:13:27"), // the topology names the secondary at 02:13:46
 		dnsDelay:       20 * time.Second,                // A-184 has left provider processing before 02:14:22

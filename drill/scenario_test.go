@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,6 +162,14 @@ func checkFenced(t *testing.T, fenced *drill.Trajectory, viaGateway bool) {
 				return e.Kind == drill.KindNote && e.Actor == "worker-b" && strings.Contains(e.Detail, "adopts promotion promote/incident-seed003 (CONFIRMED)")
 			}, "B adopts the confirmed operation"},
 			step{"02:13:50", kind(drill.KindRefused, "worker-a", ""), "A's late step refused at the gateway"})
+		// B's first traffic intent, from its stale cache, is refused by the
+		// world's traffic policy; its next points at the writer (before or
+		// after A wakes: the fence, not the order, keeps A out).
+		if !slices.ContainsFunc(fenced.Events, record("worker-b", "aurora-usw2", "")) {
+			t.Errorf("fenced: B never points traffic at the writer\n%s", fenced.Render(true))
+		}
+		inOrder(t, fenced, steps)
+		return
 	} else {
 		steps = append(steps,
 			step{"02:13:40", kind(drill.KindClaim, "worker-b", ""), "B takes over"},

@@ -25,8 +25,14 @@ const (
 	KindApplied    Kind = "applied"    // a provider changed the world
 	KindNote       Kind = "note"       // what a worker decided, and why
 	KindFenceRead  Kind = "fence-read" // the gateway read the grant current as a call left
-	KindHold       Kind = "hold"       // a worker stopped for the incident commander: traffic held
-	KindResume     Kind = "resume"     // the incident commander decided the workflow goes on after a hold
+	KindHold       Kind = "hold"       // a worker says it stopped for the incident commander (the design's word: it excuses nothing)
+	KindResume     Kind = "resume"     // a worker says it goes on after a hold (the design's word)
+	// KindDecision is the world's incident commander (or traffic policy)
+	// deciding by its written rule on the world's own state: Effect is
+	// approve, reject, resolve or hold; Value the rule's reason (see the
+	// reason constants in commander.go); To the state it moved the
+	// operation to. The graders' only source of a legitimate hold.
+	KindDecision Kind = "decision"
 )
 
 // Event is one step of a trial's trajectory, in simulated time.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +79,9 @@ type world struct {
 	hopMu    sync.Mutex
 	hopCalls map[string]*hopCall // under hopMu
 	hopSeq   int
+	// cmd is the world's incident commander (commander.go; nil in the
+	// naive design, whose commander only reviews its plan).
+	cmd *worldCommander
 }
 
 // worker is one simulated worker process; its ownership is real etcd.
@@ -133,7 +135,7 @@ func (r *runner) runWorld(ctx context.Context, design Design, trial int, p plan,
 	w := &world{ctx: ctx, run: r, design: design, trial: trial, task: task, s: s,
 		topo: newTopology(s, audit), dns: newDNS(s, audit), audit: audit, plan: p, traj: traj, effects: map[string]string{},
 		calls: map[*actor]*worker{}, hopCalls: map[string]*hopCall{}}
-	if design == Fenced {
+	if design.ledgered() {
 		l, err := ledger.New(r.coord, ledger.WithLogger(r.cfg.Logger))
 		if err != nil {
 			return traj, []error{err}
@@ -168,9 +170,13 @@ func (r *runner) runWorld(ctx context.Context, design Design, trial int, p plan,
 			traj.add(Event{At: s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultOperatorEdit), Value: p.operatorValue,
 				Detail: "points the record at " + p.operatorValue + " by hand"})
 			w.dns.operatorSet(p.operatorValue)
+			w.operatorTookOver(p.operatorValue)
 		})
 	}
 	w.spawnWorker("worker-a", "v1", start, true)
+	if w.journal != nil {
+		w.startCommander()
+	}
 	if sc != nil {
 		s.at(sc.repairAt, "the commander's repair", w.commanderRepair)
 	}
@@ -196,10 +202,13 @@ func (r *runner) runWorld(ctx context.Context, design Design, trial int, p plan,
 func (w *world) spawnWorker(name, build string, t time.Duration, first bool) *worker {
 	wk := &worker{w: w, name: name, build: build, first: first}
 	wk.a = w.s.spawn(name, t, func(a *actor) {
-		if w.design == Fenced {
+		switch w.design {
+		case Fenced:
 			wk.runFenced()
-		} else {
+		case Naive:
 			wk.runNaive()
+		default:
+			wk.runSelfTest()
 		}
 	})
 	w.workers = append(w.workers, wk)
@@ -328,37 +337,6 @@ func (wk *worker) topology() string {
 	return writer
 }
 
-// commanderDecides is the incident commander's review of a promotion of
-// target: it takes simulated time, and approves only by its rule — the
-// loss bound still holds (the replication lag re-read now, not the
-// proposal's figure) and the target is the replica the evidence names.
-// While the lag exceeds the bound it waits and re-reads, up to
-// commanderPatience; then it refuses. The topology-changed fault strikes
-// right after an approval. It returns whether it approves, and why.
-func (wk *worker) commanderDecides(operation, target string) (bool, string) {
-	w := wk.w
-	if !wk.until("approval") {
-		wk.a.sleep(w.s.between(3*time.Second, 15*time.Second))
-	}
-	for waited := time.Duration(0); ; waited += commanderRecheck {
-		ok, why := commanderRule(target, w.topo.Lag(caller{actor: commander}), func() (string, string) {
-			return w.topo.Describe(caller{actor: commander})
-		})
-		if !ok && waited < commanderPatience && strings.HasPrefix(why, "replication lag") {
-			w.traj.add(Event{At: w.s.now, Kind: KindNote, Actor: "commander", Operation: operation, Detail: why + "; waits and re-reads"})
-			wk.a.sleep(commanderRecheck)
-			continue
-		}
-		w.traj.add(Event{At: w.s.now, Kind: KindNote, Actor: "commander", Operation: operation, Detail: why})
-		if ok && w.plan.topologyChanged && wk.first {
-			w.traj.add(Event{At: w.s.now, Kind: KindFault, Actor: "operator", Effect: string(FaultTopologyChanged),
-				Value: clusterSecondary, Detail: "promotes the target out of band between approval and dispatch"})
-			w.topo.operatorPromote(clusterSecondary)
-		}
-		return ok, why
-	}
-}
-
 // stopAt is a point in the worker's run where the plan's stop may strike:
 // the first worker, once, in the plan's window. A killed worker never
 // comes back; a paused one stops sending heartbeats (its lease expires
@@ -371,7 +349,7 @@ func (wk *worker) stopAt(win window, what string) {
 	}
 	wk.failed = true
 	fault := stopFault(win, p.kill)
-	if wk.w.gw != nil {
+	if wk.w.gw != nil || win == winResolve { // the commander's Resolve is never the worker's own code
 		wk.stopBesideGateway(win, fault, what)
 		return
 	}

@@ -99,11 +99,20 @@ func (pt *procTrial) commander(ctx context.Context) {
 // made with the world unlocked (nil: decide later, after again).
 func (pt *procTrial) review(ctx context.Context, c *client.Client, rec ledger.Record, waited time.Duration,
 	again func(time.Duration)) func() error {
-	approve := func(why string) func() error {
+	decided := func(decision, reason, why string, to ledger.State) {
+		pt.mu.Lock()
+		pt.advance()
+		pt.add(Event{Kind: KindDecision, Actor: commander, Operation: rec.Operation, Effect: decision, Value: reason, To: string(to), Detail: why})
+		pt.mu.Unlock()
+	}
+	approve := func(reason, why string) func() error {
 		pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: why})
 		return func() error {
 			_, err := c.Authorize(ctx, pt.tenant, pt.task, rec.Operation, ledger.Approval{ParamsDigest: rec.ParamsDigest,
 				PreconditionDigest: rec.Precondition.Digest, Note: why})
+			if err == nil {
+				decided(decisionApprove, reason, why, ledger.Authorized)
+			}
 			if err == nil && rec.Effect.Kind == kindPromote && pt.plan.topologyChanged {
 				pt.mu.Lock()
 				pt.plan.topologyChanged = false
@@ -116,13 +125,13 @@ func (pt *procTrial) review(ctx context.Context, c *client.Client, rec ledger.Re
 			return err
 		}
 	}
-	reject := func(why string, hold bool) func() error {
+	reject := func(reason, why string) func() error {
 		pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: why})
-		if hold {
-			pt.add(Event{Kind: KindHold, Actor: commander, Effect: holdCommanderRefused, Operation: rec.Operation, Detail: why})
-		}
 		return func() error {
-			_, err := c.Reject(ctx, pt.tenant, pt.task, rec.Operation, why)
+			_, err := c.Reject(ctx, pt.tenant, pt.task, rec.Operation, reason+": "+why)
+			if err == nil {
+				decided(decisionReject, reason, why, ledger.Rejected)
+			}
 			return err
 		}
 	}
@@ -132,25 +141,37 @@ func (pt *procTrial) review(ctx context.Context, c *client.Client, rec ledger.Re
 		_ = json.Unmarshal(rec.Effect.Params, &p)
 		switch {
 		case p.Record != recordName || rec.Effect.Target != recordName:
-			return reject(fmt.Sprintf("refuses traffic change %s: it is not of %s", rec.Operation, recordName), false)
+			return reject(ReasonTarget, fmt.Sprintf("refuses traffic change %s: it is not of %s", rec.Operation, recordName))
 		case promoting != "":
-			return reject(fmt.Sprintf("refuses traffic toward %s: a promotion of %s is in progress", p.Value, promoting), false)
+			return reject(ReasonNotWriter, fmt.Sprintf("refuses traffic toward %s: a promotion of %s is in progress", p.Value, promoting))
 		case p.Value != writer:
-			return reject(fmt.Sprintf("refuses traffic toward %s: the writer is %s", p.Value, writer), false)
+			return reject(ReasonNotWriter, fmt.Sprintf("refuses traffic toward %s: the writer is %s", p.Value, writer))
 		}
-		return approve(fmt.Sprintf("approves traffic toward %s, the writer", p.Value))
+		if last := pt.dns.last(); last != nil && last.by == operatorCaller.actor {
+			switch {
+			case last.value != maintenance:
+				return reject(ReasonOperatorTookOver, fmt.Sprintf("the operator pointed %s at %s by hand: a routing decision that stands", recordName, last.value))
+			case pt.confirmedEdit != last.id:
+				pt.confirmedEdit = last.id
+				pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: "the record is the operator's maintenance page: confirms with the operator that it is a holding action"})
+				again(pt.s.between(time.Minute, 3*time.Minute))
+				return nil
+			}
+			return approve(ReasonHoldingAction, fmt.Sprintf("the operator confirms %s was a holding action: traffic may go on to the writer %s", last.value, writer))
+		}
+		return approve(ReasonRule, fmt.Sprintf("approves traffic toward %s, the writer", p.Value))
 	}
 	lag := pt.topo.Lag(caller{actor: commander})
-	ok, why := commanderRule(targetOf(rec.Effect), lag, func() (string, string) { return writer, promoting })
+	ok, code, why := commanderRule(targetOf(rec.Effect), lag, func() (string, string) { return writer, promoting })
 	switch {
 	case ok:
-		return approve(why)
+		return approve(code, why)
 	case lag > maxLoss && waited < commanderPatience:
 		pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: why + "; re-reads in " + commanderRecheck.String()})
 		again(commanderRecheck)
 		return nil
 	}
-	return reject(why, lag > maxLoss)
+	return reject(code, why)
 }
 
 // resolve decides on a record in MANUAL_REVIEW from the world's evidence
@@ -180,6 +201,12 @@ func (pt *procTrial) resolve(ctx context.Context, c *client.Client, rec ledger.R
 	pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: "resolves " + string(to) + ": " + why})
 	return func() error {
 		_, err := c.Resolve(ctx, pt.tenant, pt.task, rec.Operation, to, ev, why)
+		if err == nil {
+			pt.mu.Lock()
+			pt.advance()
+			pt.add(Event{Kind: KindDecision, Actor: commander, Operation: rec.Operation, Effect: decisionResolve, Value: ReasonEvidence, To: string(to), Detail: why})
+			pt.mu.Unlock()
+		}
 		return err
 	}
 }

@@ -216,6 +216,10 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 			pt.add(Event{Kind: KindFault, Actor: "operator", Effect: string(FaultOperatorEdit), Value: p.operatorValue,
 				Detail: "points the record at " + p.operatorValue + " by hand"})
 			pt.dns.operatorSet(p.operatorValue)
+			if p.operatorValue != maintenance {
+				pt.add(Event{Kind: KindDecision, Actor: commander, Effect: decisionHold, Value: ReasonOperatorTookOver,
+					Detail: "the operator pointed " + recordName + " at " + p.operatorValue + " by hand: a routing decision that stands"})
+			}
 		})
 	}
 	pt.mu.Unlock()

@@ -40,12 +40,15 @@ type procTrial struct {
 	key    string // the trial's path on the run's listener: /t/<key>/
 	plan   procPlan
 
-	mu    sync.Mutex // the world: everything below, and s, topo, dns, audit, traj
-	s     *sim
-	topo  *topology
-	dns   *dns
-	audit *auditTrail
-	traj  *Trajectory
+	mu sync.Mutex // the world: everything below, and s, topo, dns, audit, traj
+	// confirmedEdit is the operator's DNS change the commander confirmed
+	// as a holding action ("" : none yet).
+	confirmedEdit string
+	s             *sim
+	topo          *topology
+	dns           *dns
+	audit         *auditTrail
+	traj          *Trajectory
 	// started is when the world's clock started (UnixNano; 0: not yet):
 	// at the first instance's first call to the gateway, so that how long
 	// the machine takes to start a process is not the incident's time.
