@@ -1,6 +1,7 @@
 package drill_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/leasegate/leasegate/drill"
@@ -44,5 +45,34 @@ func TestSelfTestDesignsFailTheDrill(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestADesignHoldsAWorkerIdentityOnly replays a refuse-all trial: the
+// design's own attempt to reject its promotion through the approver API is
+// refused (its certificate is a worker's), and the only decision in the
+// trajectory is the world's commander's.
+func TestADesignHoldsAWorkerIdentityOnly(t *testing.T) {
+	cli := embedtest.NewCluster(t).Client(t)
+	rep, err := drill.Run(lgtest.Ctx(t), cli, drill.WithReplay(1), drill.WithSeed(2026), drill.WithPrefix("/identity"),
+		drill.WithDesigns(drill.DesignRefuseAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := rep.Replayed[0]
+	refused, decided := false, 0
+	for _, e := range tr.Events {
+		if e.Kind == drill.KindNote && e.Actor == "worker-a" && strings.Contains(e.Detail, "permission_denied") {
+			refused = true
+		}
+		if e.Kind == drill.KindDecision {
+			decided++
+			if e.Actor != "incident-commander" && e.Actor != "traffic-policy" {
+				t.Errorf("a decision by %s: %+v", e.Actor, e)
+			}
+		}
+	}
+	if !refused || decided == 0 {
+		t.Fatalf("the design's own rejection refused %v, world decisions %d\n%s", refused, decided, tr.Render(true))
 	}
 }
