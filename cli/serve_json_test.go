@@ -130,14 +130,8 @@ func js(v any) string {
 // It fails when a unary procedure of the proto has no example.
 func TestTheJSONWalkthrough(t *testing.T) {
 	e := newEnv(t)
-	dir := t.TempDir()
-	b := e.start(t, "serve", "--dev", dir, "--listen", "127.0.0.1:0")
-	line := b.stdout.waitFor(t, "\n")
-	var out struct{ Address string }
-	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
-		t.Fatalf("serve printed %q: %v", line, err)
-	}
-	j := newJSONCaller(t, out.Address, dir)
+	address, dir := serveDev(t, e)
+	j := newJSONCaller(t, address, dir)
 	j.subst = append(j.subst, e.prefix, "/<prefix>")
 	fmt.Fprintf(j.doc, "## The worker\n\n")
 	s := j.call("worker", "WorkerService/OpenSession", `{"ttl":"10s"}`, 200)

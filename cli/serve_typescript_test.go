@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,20 +18,12 @@ import (
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
-// tsWorker is clients/typescript's example worker (dist/examples/worker.js,
-// built by make typescript) run under Node as a real process.
-type tsWorker struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan map[string]any
-}
-
-// startTypeScriptWorker runs the example against the gateway at address,
-// with serve --dev's certificates in dir. It skips, naming make typescript,
-// where Node or the built client is absent, unless LEASEGATE_REQUIRE_NODE
-// is set (CI sets it): then it fails.
-func startTypeScriptWorker(t *testing.T, address, dir, task string, ttl time.Duration) *tsWorker {
+// startTypeScriptWorker runs clients/typescript's example worker
+// (dist/examples/worker.js, built by make typescript) under Node against
+// the gateway at address, with serve --dev's certificates in dir. It
+// skips, naming make typescript, where Node or the built client is absent,
+// unless LEASEGATE_REQUIRE_NODE is set (CI sets it): then it fails.
+func startTypeScriptWorker(t *testing.T, address, dir, task string, ttl time.Duration) *lgtest.Process {
 	t.Helper()
 	script, err := filepath.Abs("../clients/typescript/dist/examples/worker.js")
 	if err != nil {
@@ -49,65 +39,22 @@ func startTypeScriptWorker(t *testing.T, address, dir, task string, ttl time.Dur
 		}
 		t.Skipf("the TypeScript client is not built (%v): run make typescript", err)
 	}
-	cmd := exec.Command(node, script, "--gateway", address, "--dir", dir, "--tenant", "demo", "--task", task,
-		"--ttl", fmt.Sprint(int(ttl/time.Second)))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = tsLog{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w := &tsWorker{t: t, cmd: cmd, in: in, lines: make(chan map[string]any, 16)}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	go func() {
-		defer close(w.lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				t.Errorf("the TypeScript worker printed %q: %v", sc.Text(), err)
-				continue
-			}
-			w.lines <- m
-		}
-	}()
-	return w
+	return lgtest.StartProcess(t, "node", exec.Command(node, script, "--gateway", address, "--dir", dir, "--tenant", "demo", "--task", task,
+		"--ttl", fmt.Sprint(int(ttl/time.Second))))
 }
 
-// next is the worker's next line, which must be event.
-func (w *tsWorker) next(event string) map[string]any {
-	w.t.Helper()
-	select {
-	case m, ok := <-w.lines:
-		if !ok {
-			w.t.Fatalf("the TypeScript worker exited waiting for %s", event)
-		}
-		if m["event"] != event {
-			w.t.Fatalf("the TypeScript worker printed %v, want %s", m, event)
-		}
-		return m
-	case <-time.After(lgtest.Timeout):
-		w.t.Fatalf("no %s from the TypeScript worker", event)
+// serveDev starts serve --dev on the env's etcd with its certificates in
+// a new directory, and returns the gateway's address and the directory.
+func serveDev(t *testing.T, e *env) (address, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	b := e.start(t, "serve", "--dev", dir, "--listen", "127.0.0.1:0")
+	line := b.stdout.waitFor(t, "\n")
+	var out struct{ Address string }
+	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
+		t.Fatalf("serve printed %q: %v", line, err)
 	}
-	return nil
-}
-
-type tsLog struct{ t *testing.T }
-
-func (l tsLog) Write(b []byte) (int, error) {
-	l.t.Logf("node: %s", b)
-	return len(b), nil
+	return out.Address, dir
 }
 
 // The TypeScript client, generated from the API with protoc-gen-es and run
@@ -119,45 +66,37 @@ func (l tsLog) Write(b []byte) (int, error) {
 // the change never leaves AUTHORIZED.
 func TestTheTypeScriptWorker(t *testing.T) {
 	e := newEnv(t)
-	dir := t.TempDir()
-	b := e.start(t, "serve", "--dev", dir, "--listen", "127.0.0.1:0")
-	line := b.stdout.waitFor(t, "\n")
-	var out struct{ Address string }
-	if err := json.Unmarshal([]byte(strings.SplitN(line, "\n", 2)[0]), &out); err != nil {
-		t.Fatalf("serve printed %q: %v", line, err)
-	}
+	address, dir := serveDev(t, e)
 	const task = "ts-checkout"
-	ts := startTypeScriptWorker(t, out.Address, dir, task, 2*time.Second)
-	grant := ts.next("claimed")["grant"].(map[string]any)
+	ts := startTypeScriptWorker(t, address, dir, task, 2*time.Second)
+	grant := ts.Next("claimed")["grant"].(map[string]any)
 	ctx := lgtest.Ctx(t)
 	if o, err := e.co.Owner(ctx, "demo", task); err != nil || o.Owner != grant["owner"] || fmt.Sprint(o.Epoch) != grant["epoch"] {
 		t.Fatalf("etcd shows %+v (%v), the worker claimed %v", o, err, grant)
 	}
-	if rc := ts.next("committed")["receipt"].(map[string]any); rc["disposition"] != string(coordinator.Committed) {
+	if rc := ts.Next("committed")["receipt"].(map[string]any); rc["disposition"] != string(coordinator.Committed) {
 		t.Fatalf("commit receipt %v", rc)
 	}
-	if p := ts.next("proposed"); p["state"] != string(ledger.Proposed) || p["precondition"] != devprovider.Digest("db-1") {
+	if p := ts.Next("proposed"); p["state"] != string(ledger.Proposed) || p["precondition"] != devprovider.Digest("db-1") {
 		t.Fatalf("proposed %v, want PROPOSED on the dev world's %q", p, devprovider.Digest("db-1"))
 	}
-	if a := ts.next("authorized"); a["state"] != string(ledger.Authorized) {
+	if a := ts.Next("authorized"); a["state"] != string(ledger.Authorized) {
 		t.Fatalf("authorized %v", a)
 	}
-	if d := ts.next("dispatched"); d["state"] != string(ledger.Confirmed) || len(d["providerIds"].([]any)) == 0 {
+	if d := ts.Next("dispatched"); d["state"] != string(ledger.Confirmed) || len(d["providerIds"].([]any)) == 0 {
 		t.Fatalf("dispatched %v, want CONFIRMED with the provider's id", d)
 	}
-	ts.next("ready")
+	ts.Next("ready")
 
 	// Paused past its TTL: its keepalive stops, etcd expires the lease, and
 	// another worker claims the task through the gateway.
-	if err := ts.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	ts.Signal(syscall.SIGSTOP)
 	lgtest.WaitOwnerGone(t, e.co, "demo", task)
 	tlsCfg, err := client.TLSConfig(filepath.Join(dir, "ca.pem"), filepath.Join(dir, "worker-2.pem"), filepath.Join(dir, "worker-2-key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := client.New(out.Address, tlsCfg)
+	gw, err := client.New(address, tlsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +110,9 @@ func TestTheTypeScriptWorker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the replacement's claim: %v", err)
 	}
-	if err := ts.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintln(ts.in, "go"); err != nil {
-		t.Fatal(err)
-	}
-	r := ts.next("refused")
+	ts.Signal(syscall.SIGCONT)
+	ts.Send("go")
+	r := ts.Next("refused")
 	if r["disposition"] != string(coordinator.StaleOwner) || r["code"] != "failed_precondition" {
 		t.Fatalf("the woken worker's dispatch: %v, want stale_owner (failed_precondition)", r)
 	}
@@ -190,5 +125,5 @@ func TestTheTypeScriptWorker(t *testing.T) {
 			t.Fatalf("dns-2 was claimed for dispatch: %+v", tr)
 		}
 	}
-	ts.next("closed")
+	ts.Next("closed")
 }
