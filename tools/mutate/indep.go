@@ -555,7 +555,6 @@ var indepMutations = []Mutation{
 		`} else if want := g.keyOf(c); c.Key != want {`, `} else if want := g.keyOf(c); false && c.Key != want {`),
 	ind("gc/prefix-no-slash", collectorGo, "Apply accepts a candidate under a sibling prefix (/leasegate-x)",
 		`!strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {`, `!strings.HasPrefix(c.Key, g.keys.Prefix()) {`).
-		killedBy("./retention", "TestApplyRefusesCandidatesItCannotGuard").
 		equivalent("since 166d107 every candidate's key must equal the key its fields name (a mark's included), and those are all under <prefix>/: a sibling-prefix key is refused by that check whatever the prefix test says"),
 	ind("gc/journal-kept", collectorGo, "a collected ledger record's journal entries are left behind",
 		`dels = append(dels, clientv3.OpDelete(g.lk.JournalOperationPrefix(c.Tenant, c.Task, c.Operation), clientv3.WithPrefix()))`, ``),
