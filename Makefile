@@ -57,6 +57,22 @@ browser:
 		apt-get update -q && apt-get install -y -q --no-install-recommends $(BROWSER_PKGS); \
 	fi
 
+# The Temporal integration (temporal/, and the example examples/temporal/,
+# each a Go module of its own so the core module does not inherit
+# Temporal's dependencies). Not part of `make test`: its tests run a real
+# Temporal server in-process (go.temporal.io/server/temporaltest, SQLite),
+# whose first build takes several minutes (README.md gives the time). Under
+# the race detector. TEMPORAL_CHAOS sets how long the chaos
+# test's faults last (default 20 s); `make soak-temporal` runs it for 5 min.
+TEMPORAL_CHAOS ?=
+.PHONY: test-temporal soak-temporal
+test-temporal:
+	cd temporal && $(GO) vet ./... && LEASEGATE_TEMPORAL_CHAOS=$(TEMPORAL_CHAOS) $(GO) test -race -count=1 -timeout 15m ./...
+	cd examples/temporal && $(GO) vet ./... && $(GO) build -o /dev/null .
+
+soak-temporal:
+	cd temporal && LEASEGATE_TEMPORAL_CHAOS=5m $(GO) test -race -count=1 -timeout 30m -run Chaos -v ./incident
+
 # The failover drill: build, then run `leasegate drill` on an embedded etcd
 # (seed-000 fixtures, then the seed-003 failover under faults, naive vs
 # fenced; about a minute on 2 cores). DRILL_FLAGS passes flags, e.g.

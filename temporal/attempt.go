@@ -33,11 +33,16 @@ type Attempt struct {
 // attempt out) or the gateway refuses for another reason. ctx must be an
 // activity's context. The grant's epoch is newer than that of every
 // earlier claim of the task.
+//
+// Outside an activity (a test, a tool) Heartbeat only renews.
 func Begin(ctx context.Context, c *client.Client, tenant, task string, ttl, poll time.Duration) (*Attempt, error) {
-	return begin(ctx, c, tenant, task, ttl, poll, activity.RecordHeartbeat)
-}
-
-func begin(ctx context.Context, c *client.Client, tenant, task string, ttl, poll time.Duration, hb func(context.Context, ...any)) (*Attempt, error) {
+	if c == nil {
+		return nil, coordinator.Invalid("attempt", "nil gateway client")
+	}
+	hb := func(context.Context, ...any) {}
+	if activity.IsActivity(ctx) {
+		hb = activity.RecordHeartbeat
+	}
 	if ttl < time.Second || ttl%time.Second != 0 {
 		return nil, coordinator.Invalid("attempt", "ttl %v must be a positive whole number of seconds", ttl)
 	}

@@ -1,3 +1,14 @@
+// leasegate's Temporal integration: a module of its own, so that the core
+// module (github.com/leasegate/leasegate) and its users do not inherit
+// Temporal's dependency tree. The replace below builds it against the
+// repository's own core module; there is no go.work at the root.
+//
+// Pins: the tests run a real Temporal server in-process
+// (go.temporal.io/server/temporaltest, SQLite). go.temporal.io/server
+// v1.30.4 is the newest server that builds with the project's Go (1.26);
+// with it, go.temporal.io/sdk v1.38.0, go.temporal.io/api v1.62.2 and
+// github.com/nexus-rpc/sdk-go v0.5.1 — a newer SDK requires nexus v0.6.0,
+// with which that server does not build. Upgrade them together.
 module github.com/leasegate/leasegate/temporal
 
 go 1.26.8
@@ -93,7 +104,7 @@ require (
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/ncruces/go-strftime v0.1.9 // indirect
-	github.com/nexus-rpc/sdk-go v0.5.1 // indirect
+	github.com/nexus-rpc/sdk-go v0.5.1 // indirect; pinned: see the top
 	github.com/olivere/elastic/v7 v7.0.32 // indirect
 	github.com/opentracing/opentracing-go v1.2.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect

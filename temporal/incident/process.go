@@ -80,12 +80,17 @@ func runWorker() error {
 		return err
 	}
 	hc := client.HTTPClient(tlsCfg)
-	var gc *client.Client
 	if os.Getenv(envPause) == "1" {
-		pt := &pausing{next: hc.Transport, late: os.Getenv(envShape) == "fenced", client: func() *client.Client { return gc }}
-		hc = &http.Client{Transport: pt}
+		// The late call goes around the pausing transport, on a client of
+		// its own (the same identity).
+		plain, err := client.NewWithHTTPClient(os.Getenv(envGateway), client.HTTPClient(tlsCfg))
+		if err != nil {
+			return err
+		}
+		hc = &http.Client{Transport: &pausing{next: hc.Transport, late: os.Getenv(envShape) == "fenced", client: plain}}
 	}
-	if gc, err = client.NewWithHTTPClient(os.Getenv(envGateway), hc); err != nil {
+	gc, err := client.NewWithHTTPClient(os.Getenv(envGateway), hc)
+	if err != nil {
 		return err
 	}
 	tc, err := sdkclient.Dial(sdkclient.Options{HostPort: os.Getenv(envTemporal), Namespace: os.Getenv(envNamespace), Logger: quiet{}})
@@ -98,7 +103,16 @@ func runWorker() error {
 	w := worker.New(tc, ActivityQueue, worker.Options{MaxConcurrentActivityExecutionSize: 1})
 	switch os.Getenv(envShape) {
 	case "naive":
-		Naive{C: gc}.Register(w)
+		n := Naive{C: gc}
+		w.RegisterActivityWithOptions(func(ctx context.Context, p Plan) error {
+			err := n.RecoverRegion(ctx, p)
+			detail := "ok"
+			if err != nil {
+				detail = err.Error()
+			}
+			emit(Event{Event: "activity-done", Detail: detail})
+			return err
+		}, activity.RegisterOptions{Name: RecoverRegionActivity})
 	default:
 		acts, err := lgtemporal.NewActivities(gc, TTL, Poll)
 		if err != nil {
@@ -125,7 +139,7 @@ func runWorker() error {
 type pausing struct {
 	next   http.RoundTripper
 	late   bool
-	client func() *client.Client
+	client *client.Client
 	once   sync.Once
 }
 
@@ -175,7 +189,7 @@ func (p *pausing) lateCall(req *leasegatev1.DispatchRequest) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = p.client().Dispatch(ctx, grant, op)
+	_, err = p.client.Dispatch(ctx, grant, op)
 	emit(Event{Event: "late-call", Op: op, Epoch: grant.Epoch, Detail: string(coordinator.DispositionOf(err))})
 }
 

@@ -120,8 +120,13 @@ func (n Naive) Register(w worker.ActivityRegistry) {
 }
 
 // RecoverRegion is the seed's coarse activity: a fresh request key, the
-// promotion, then the traffic change, in one attempt.
+// promotion, then the traffic change, in one attempt. Like the seed's
+// handler it does not stop when Temporal gives up on the attempt: its calls
+// run on a context that ignores the activity's cancellation (which reaches
+// a handler only through its context, once a heartbeat's answer says the
+// attempt is no longer current).
 func (n Naive) RecoverRegion(ctx context.Context, p Plan) error {
+	ctx = context.WithoutCancel(ctx)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	key := "attempt-" + hex.EncodeToString(b[:]) // every attempt: a new intent
