@@ -89,9 +89,9 @@ func TestCheckCatchesAMintedIntentAStaleEffectADoubleCallAndAnUnresolvedRecord(t
 		t.Fatalf("a clean run: %v", bad)
 	}
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(*incident.ChaosReport)
-		want  string
+		want   string
 	}{
 		{"minted intent", func(r *incident.ChaosReport) {
 			r.Calls = append(r.Calls, devprovider.Call{Operation: "attempt-b-promote", Epoch: 4})

@@ -16,10 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"go.temporal.io/sdk/activity"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/proto"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/client"

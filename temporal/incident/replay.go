@@ -38,9 +38,9 @@ type Temporal struct {
 // from what the workers say they did — except A's events, which say when
 // it paused and woke and what its late call was answered.
 type Report struct {
-	Shape      string
-	WorkflowID string
-	WorkflowOK bool
+	Shape       string
+	WorkflowID  string
+	WorkflowOK  bool
 	WorkflowErr string
 	// Calls is every Apply the providers received, in order.
 	Calls []devprovider.Call
