@@ -44,16 +44,11 @@ const (
 	fixtureTask   = "task-a"
 )
 
-// RunFixtures runs the seed-000 negatives under prefix (and prefix +
+// runFixtures runs the seed-000 negatives under prefix (and prefix +
 // "-other-realm" for the other-realm fixture) and returns their results in
-// order. An error means a fixture could not be set up (etcd unreachable,
-// say): the fixtures did not run, which is not a pass.
-func RunFixtures(ctx context.Context, client *clientv3.Client, prefix string, lg *zap.Logger) ([]FixtureResult, error) {
-	return runFixtures(ctx, client, prefix, lg)
-}
-
-// runFixtures is RunFixtures with opts for each coordinator on client (Run's
-// WithClientConfig).
+// order, with opts for each coordinator on client (Run's
+// WithClientConfig). An error means a fixture could not be set up (etcd
+// unreachable, say): the fixtures did not run, which is not a pass.
 func runFixtures(ctx context.Context, client *clientv3.Client, prefix string, lg *zap.Logger, opts ...coordinator.Option) ([]FixtureResult, error) {
 	c, err := coordinator.New(ctx, client, append([]coordinator.Option{coordinator.WithPrefix(prefix), coordinator.WithLogger(lg)}, opts...)...)
 	if err != nil {

@@ -32,15 +32,14 @@ const (
 type Option func(*config) error
 
 type config struct {
-	size        int
-	tickMs      uint
-	electionMs  uint
-	dialOptions []grpc.DialOption
-	logger      *zap.Logger
-	restore     restoreOptions // Restore only (restore.go)
-	quotaBytes  int64          // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
-	fsync       bool           // WithFsync (bench.go); default off
-	secure      secureConfig   // TLS and auth (secure.go)
+	size       int
+	tickMs     uint
+	electionMs uint
+	logger     *zap.Logger
+	restore    restoreOptions // Restore only (restore.go)
+	quotaBytes int64          // etcd's QuotaBackendBytes; 0 is etcd's default (quota.go)
+	fsync      bool           // WithFsync (bench.go); default off
+	secure     secureConfig   // TLS and auth (secure.go)
 }
 
 // WithSize sets the number of members (1 to 7; default 1).
@@ -67,15 +66,6 @@ func WithTiming(heartbeat, election time.Duration) Option {
 			return fmt.Errorf("embedtest: election timeout %v must be at least 5 heartbeats of %v", election, heartbeat)
 		}
 		c.tickMs, c.electionMs = uint(heartbeat/time.Millisecond), uint(election/time.Millisecond)
-		return nil
-	}
-}
-
-// WithDialOptions adds gRPC dial options to every client the cluster hands
-// out, after coordinator.DialOptions(), which every client has.
-func WithDialOptions(opts ...grpc.DialOption) Option {
-	return func(c *config) error {
-		c.dialOptions = append(c.dialOptions, opts...)
 		return nil
 	}
 }

@@ -165,17 +165,6 @@ func (m *Member) transferLeadership(e *embed.Etcd) error {
 	return err // nil if there is no one to hand over to: it stops as leader
 }
 
-// Members lists the indexes of the running members.
-func (c *Cluster) Members() []int {
-	var out []int
-	for i, m := range c.members {
-		if m.Running() {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // Partition cuts member i off from every other member, both ways: the
 // others can still form a quorum; i cannot. Heal undoes it.
 func (c *Cluster) Partition(i int) {

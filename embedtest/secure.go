@@ -127,7 +127,7 @@ func (c *Cluster) clientConfig(user, password string, opts []grpc.DialOption) (c
 	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints(),
 		DialTimeout: 5 * time.Second,
-		DialOptions: append(append(coordinator.DialOptions(), c.cfg.dialOptions...), opts...),
+		DialOptions: append(coordinator.DialOptions(), opts...),
 		Logger:      zap.NewNop(),
 		Username:    user,
 		Password:    password,

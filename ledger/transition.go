@@ -81,9 +81,6 @@ var table = []Edge{
 	{ManualReview, Rejected, StepResolve},
 }
 
-// Table returns the transition table (a copy), for documentation and tools.
-func Table() []Edge { return append([]Edge(nil), table...) }
-
 // Allowed reports whether by may move a record from from to to.
 func Allowed(from, to State, by Step) bool {
 	for _, e := range table {
