@@ -241,7 +241,7 @@ func duration(s string) (time.Duration, error) {
 // key or credential path is invalid input when the server starts, not at
 // the first dispatch. Its error is invalid_input naming the field at fault
 // (adapters[1].dnsupdate.tsig_secret_file). Whether a provider answers is
-// not checked here: see Server.ProbeAdapters.
+// not checked here: see Server.probeAdapters.
 func (c Config) NewAdapters() ([]ledger.Adapter, error) {
 	if err := checkAdapters(c.Adapters); err != nil {
 		return nil, coordinator.Invalid("gateway config", "%v", err)

@@ -177,11 +177,11 @@ func failed(all map[string]error) map[string]error {
 	return all
 }
 
-// ProbeAdapters probes every adapter's provider now (concurrently, each
+// probeAdapters probes every adapter's provider now (concurrently, each
 // bounded) and returns what failed by effect kind; the health service
 // shows the same. Serve probes as it starts and every ProbeInterval: an
 // unreachable provider is logged at each change and shown NOT_SERVING,
 // and the server serves all the same (see AdapterHealthService).
-func (s *Server) ProbeAdapters(ctx context.Context) map[string]error {
+func (s *Server) probeAdapters(ctx context.Context) map[string]error {
 	return failed(s.health.all(ctx, 0))
 }
