@@ -137,7 +137,7 @@ var indepMutations = []Mutation{
 	ind("renew/not-checked", renewGo, "Renew keeps a stale grant's lease alive without checking the grant",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`),
 	ind("renew/not-mutating", renewGo, "a renewal whose answer was lost is a hold, not outcome_unknown",
-		`r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}`, `r := request{op: "renew", tenant: g.Tenant, task: g.Task, mutating: false}`).
+		`r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: true}`, `r := store.Request{Op: "renew", Tenant: g.Tenant, Task: g.Task, Mutating: false}`).
 		killedBy("./coordinator", "TestRenewWhoseAnswerWasLostIsOutcomeUnknown"),
 	ind("release/realm-only-guard", releaseGo, "Release deletes the owner key under the realm compare only",
 		`If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`,
@@ -369,7 +369,7 @@ var indepMutations = []Mutation{
 	// ---- coordinator/watch.go
 	ind("watch/rev-overlap", watchGo, "the ownership watch starts at the last revision delivered, not after it",
 		`clientv3.WithRev(w.rev+1), clientv3.WithPrevKV()`, `clientv3.WithRev(w.rev), clientv3.WithPrevKV()`).
-		killedBy("./coordinator", "TestWatchDoesNotReplayTheListedRevision"),
+		killedBy("./coordinator", "TestWatchAcrossLeaderStopsAndQuorumLoss"),
 	ind("watch/resync-ignores-epoch", watchGo, "a re-list after a compaction misses a task re-claimed meanwhile (same key, new epoch)",
 		`if cur, still := now[key]; !still || cur.Epoch != w.known[key].Epoch {`, `if cur, still := now[key]; !still || cur.Epoch < 0 {`).
 		killedBy("./coordinator", "TestWatchCutReportsAReclaimAsVacatedThenOwned"),
