@@ -11,7 +11,6 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/gateway/devprovider"
 	"github.com/leasegate/leasegate/ledger"
-	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // processCPU is the CPU time (user and system) this process has used.
@@ -33,7 +32,7 @@ const journalEntries = 1000
 // docs/performance.md has the figure (the target is under 200 ms).
 func BenchmarkOperationPageThousandEntryJournal(b *testing.B) {
 	w := newWorld(b)
-	ctx := lgtest.Ctx(b)
+	ctx := ctxOf(b)
 	c := w.client("worker")
 	s, err := c.OpenSession(ctx, time.Minute, client.WithKeepAlive())
 	if err != nil {

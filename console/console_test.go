@@ -10,7 +10,6 @@ import (
 	"github.com/leasegate/leasegate/gateway/devprovider"
 	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/browser"
-	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // The Now page's task list follows ownership as it changes, pushed from the
@@ -25,7 +24,7 @@ func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 
 	c := w.client("worker")
 	s := w.session(c)
-	g, err := s.Claim(lgtest.Ctx(t), tenant, "db")
+	g, err := s.Claim(ctxOf(t), tenant, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 		t.Errorf("time left %q, want seconds left on the lease", ttl)
 	}
 	p.Screenshot(t, "now")
-	if err := c.Release(lgtest.Ctx(t), g); err != nil {
+	if err := c.Release(ctxOf(t), g); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, p, "the release on the page", row+`.querySelector("td.owner").innerText === "—"`)
@@ -49,18 +48,18 @@ func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 func TestUnknownRecordIsAtTheTop(t *testing.T) {
 	w := newWorld(t)
 	c := w.client("worker")
-	g, err := w.session(c).Claim(lgtest.Ctx(t), tenant, "db")
+	g, err := w.session(c).Claim(ctxOf(t), tenant, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.propose(c, g, "op-a-proposed", devprovider.KindDNS, "www", map[string]string{"value": "10.0.0.1"})
 	rec := w.propose(c, g, unknownOp, devprovider.KindPromote, "db-2", nil)
 	approver := w.client("approver")
-	if _, err := approver.Authorize(lgtest.Ctx(t), tenant, "db", unknownOp, ledger.Approval{
+	if _, err := approver.Authorize(ctxOf(t), tenant, "db", unknownOp, ledger.Approval{
 		ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Policy: "v1"}); err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
-	if rec, _ := c.Dispatch(lgtest.Ctx(t), g, unknownOp); rec.State != ledger.Unknown {
+	if rec, _ := c.Dispatch(ctxOf(t), g, unknownOp); rec.State != ledger.Unknown {
 		t.Fatalf("dispatch recorded %s, want UNKNOWN (the provider never answers)", rec.State)
 	}
 	b := w.browserAs("worker-2")
@@ -86,7 +85,7 @@ func TestUnknownRecordIsAtTheTop(t *testing.T) {
 func TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused(t *testing.T) {
 	w := newWorld(t)
 	c := w.client("worker")
-	g, err := w.session(c).Claim(lgtest.Ctx(t), tenant, "db")
+	g, err := w.session(c).Claim(ctxOf(t), tenant, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused(t *testing.T) {
 	if got := text(t, p, "#refusal"); !contains(got, "permission_denied", "is not a") {
 		t.Errorf("forged approval answered %q, want the API's permission_denied", got)
 	}
-	after, _, err := c.Record(lgtest.Ctx(t), tenant, "db", "op-1")
+	after, _, err := c.Record(ctxOf(t), tenant, "db", "op-1")
 	if err != nil || after.State != ledger.Proposed || after.Seq != rec.Seq {
 		t.Errorf("record after the forged approval: %s seq %d (%v), want PROPOSED seq %d", after.State, after.Seq, err, rec.Seq)
 	}
@@ -125,7 +124,7 @@ func TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused(t *testing.T) {
 func TestPostWithoutTheActionTokenIsRefused(t *testing.T) {
 	w := newWorld(t)
 	c := w.client("worker")
-	g, err := w.session(c).Claim(lgtest.Ctx(t), tenant, "db")
+	g, err := w.session(c).Claim(ctxOf(t), tenant, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +160,7 @@ func TestPostWithoutTheActionTokenIsRefused(t *testing.T) {
 	if got := text(t, p, "#refusal"); !contains(got, "permission_denied", "not made for this certificate") {
 		t.Errorf("POST with another certificate's token answered %q, want refused", got)
 	}
-	after, _, err := c.Record(lgtest.Ctx(t), tenant, "db", "op-1")
+	after, _, err := c.Record(ctxOf(t), tenant, "db", "op-1")
 	if err != nil || after.State != ledger.Proposed || after.Seq != rec.Seq {
 		t.Errorf("record after the refused POSTs: %s seq %d (%v), want PROPOSED seq %d", after.State, after.Seq, err, rec.Seq)
 	}

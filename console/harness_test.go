@@ -122,7 +122,7 @@ func (w *world) client(caller string) *client.Client {
 func (w *world) session(c *client.Client) *client.Session {
 	t := w.t
 	t.Helper()
-	s, err := c.OpenSession(lgtest.Ctx(t), 30*time.Second, client.WithKeepAlive())
+	s, err := c.OpenSession(ctxOf(t), 30*time.Second, client.WithKeepAlive())
 	if err != nil {
 		t.Fatalf("OpenSession: %v", err)
 	}
@@ -136,11 +136,11 @@ func (w *world) propose(c *client.Client, g coordinator.Grant, operation, kind, 
 	t.Helper()
 	p, _ := json.Marshal(params)
 	e := ledger.Effect{Kind: kind, Target: target, Params: p, Policy: "v1"}
-	obs, err := c.ObservePrecondition(lgtest.Ctx(t), g, e)
+	obs, err := c.ObservePrecondition(ctxOf(t), g, e)
 	if err != nil {
 		t.Fatalf("ObservePrecondition: %v", err)
 	}
-	rec, err := c.Propose(lgtest.Ctx(t), g, operation, e, obs)
+	rec, err := c.Propose(ctxOf(t), g, operation, e, obs)
 	if err != nil {
 		t.Fatalf("Propose %s: %v", operation, err)
 	}
@@ -213,3 +213,11 @@ func contains(s string, subs ...string) bool {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ctxOf is a test's context: a browser test outlasts lgtest.Ctx's bound on
+// a loaded machine (Chromium starts in seconds to tens of seconds).
+func ctxOf(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

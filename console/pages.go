@@ -200,6 +200,9 @@ type operationView struct {
 	CanResolve bool
 	ResolveTo  []ledger.State
 	Flash      string
+	// DigestMatches: the parameters digest recomputed here from the
+	// effect shown (ledger.Digest) is the record's.
+	DigestMatches bool
 }
 
 func (c *Console) operationPage(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +239,9 @@ func (c *Console) operation(cl caller, tenant, task, operation string) (operatio
 		v.OwnerErr = &rf
 	}
 	v.Timeline = c.timeline(rec, journal, v.Owner)
+	if d, err := ledger.Digest(rec.Effect); err == nil && d == rec.ParamsDigest {
+		v.DigestMatches = true
+	}
 	v.CanApprove = cl.id.Has(gateway.RoleApprover) && ledger.Allowed(rec.State, ledger.Authorized, ledger.StepAuthorize)
 	v.CanReject = cl.id.Has(gateway.RoleApprover) && ledger.Allowed(rec.State, ledger.Rejected, ledger.StepReject)
 	for _, to := range ledger.States() {

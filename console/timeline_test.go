@@ -7,7 +7,6 @@ import (
 	"github.com/leasegate/leasegate/gateway/devprovider"
 	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/browser"
-	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // An operation proposed under one owner and approved, dispatched and
@@ -16,7 +15,7 @@ import (
 // labels overlap as Chromium renders them.
 func TestOperationTimelineLabelsDoNotOverlap(t *testing.T) {
 	w := newWorld(t)
-	ctx := lgtest.Ctx(t)
+	ctx := ctxOf(t)
 	c1, c2 := w.client("worker"), w.client("worker-2")
 	s1 := w.session(c1)
 	g1, err := s1.Claim(ctx, tenant, "db")
