@@ -157,7 +157,7 @@ var indepMutations = []Mutation{
 	ind("attach/renewal-time-from-answer", storeLeaseGo, "RenewLease returns the answer's time as the send's, so a worker's deadline runs past etcd's expiry",
 		`return time.Duration(resp.TTL) * time.Second, sent, nil`, `return time.Duration(resp.TTL) * time.Second, time.Now(), nil`),
 	ind("attach/renew-not-mutating", storeLeaseGo, "RenewLease's lost answer is read as a hold, not outcome_unknown",
-		`Request{Op: "renew", Mutating: true}`, `request{op: "renew", mutating: false}`),
+		`Request{Op: "renew", Mutating: true}`, `Request{Op: "renew", Mutating: false}`),
 	ind("attach/fresh-deadline", attachGo, "Attach grants a fresh TTL from now instead of the renewal's deadline",
 		"\t\tdeadline: deadline,", "\t\tdeadline: time.Now().Add(ttl),"),
 	// (mutA's round, from the source only: the first two survived every
@@ -260,7 +260,7 @@ var indepMutations = []Mutation{
 		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) != 3 {",
 		"rest, found := strings.CutPrefix(key, k.prefix+\"/\")\n\tif !found {\n\t\treturn \"\", \"\", \"\", false\n\t}\n\tparts := strings.Split(rest, \"/\")\n\tif len(parts) < 3 {"),
 	ind("realm/nested-off-by-one", realmGo, "the nesting check reads the realm itself as the first ancestor",
-		`if store.FirstKV(rs[i+1]) != nil {`, `if firstKV(rs[i]) != nil {`),
+		`if store.FirstKV(rs[i+1]) != nil {`, `if store.FirstKV(rs[i]) != nil {`),
 	ind("realm/rotate-origin-unwritten", realmGo, "a rotation does not record the new realm's origin",
 		`then = append(then, clientv3.OpPut(c.keys.Origin(), origin))`, `_ = origin`),
 	ind("realm/create-uncompared", realmGo, "New creates the realm without comparing that it is absent",
@@ -334,7 +334,7 @@ var indepMutations = []Mutation{
 	ind("classify/lease-not-found-unnamed", transportGo, "etcd's lease-not-found is not expired_owner",
 		`case errors.Is(err, rpctypes.ErrLeaseNotFound):`, `case errors.Is(err, rpctypes.ErrLeaseNotFound) && false:`),
 	ind("txn/always-mutating", storeTxnGo, "a read-only Txn is classified as a write: a failed read can be outcome_unknown",
-		`Mutating: !r.ReadOnly}`, `mutating: true}`),
+		`Mutating: !r.ReadOnly}`, `Mutating: true}`),
 	ind("txn/unchecked", storeTxnGo, "a Txn etcd can never accept is sent instead of refused before I/O",
 		`if err := s.checkTxn(r); err != nil {`, `if err := s.checkTxn(r); err != nil && false {`),
 

@@ -196,7 +196,7 @@ var mutations = []Mutation{
 		`t.sent.Store(true)`, `t.sent.Store(false)`,
 		run("./fencedtxn", "TestDeadlineAfterSendIsOutcomeUnknown|TestEveryAttemptDeadlineExceededIsOutcomeUnknown"), txnPkg, coordPkg),
 	mut("classify/reads-as-writes", storeTxnGo, "every Txn is classified as a write, read-only ones too",
-		`Mutating: !r.ReadOnly}`, `mutating: true}`,
+		`Mutating: !r.ReadOnly}`, `Mutating: true}`,
 		coordPkg, txnPkg),
 
 	// ---- the commit Txn and its classification (fencedtxn/commit.go)
