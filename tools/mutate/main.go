@@ -133,9 +133,6 @@ func main() {
 	if err != nil {
 		fatal(2, "%v", err)
 	}
-	if !*keep {
-		defer os.RemoveAll(tmp)
-	}
 	if err := copyTree(root, tmp); err != nil {
 		fatal(2, "copy the tree: %v", err)
 	}
@@ -155,6 +152,9 @@ func main() {
 		case r.outcome == Survived && r.m.Equivalent == "" && code == 0:
 			code = 1 // a gap: a test is missing, or the mutation is equivalent and says not why
 		}
+	}
+	if !*keep { // here, not deferred: os.Exit runs no deferred call
+		os.RemoveAll(tmp)
 	}
 	os.Exit(code)
 }
