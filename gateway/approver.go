@@ -38,62 +38,75 @@ func (s *Server) currentGrant(ctx context.Context, op, tenant, task string) (coo
 }
 
 func (a approvers) Authorize(ctx context.Context, req *leasegatev1.AuthorizeRequest) (*leasegatev1.AuthorizeResponse, error) {
+	return connectAnswer(a.s.authorize(ctx, req))
+}
+
+func (a approvers) Reject(ctx context.Context, req *leasegatev1.RejectRequest) (*leasegatev1.RejectResponse, error) {
+	return connectAnswer(a.s.reject(ctx, req))
+}
+
+func (o operators) Resolve(ctx context.Context, req *leasegatev1.ResolveRequest) (*leasegatev1.ResolveResponse, error) {
+	return connectAnswer(o.s.resolve(ctx, req))
+}
+
+// authorize records the caller's approval of the digests req names.
+func (s *Server) authorize(ctx context.Context, req *leasegatev1.AuthorizeRequest) (*leasegatev1.AuthorizeResponse, error) {
 	const op = "authorize"
-	g, err := a.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	g, err := s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
-	rec, err := a.s.led.Authorize(ctx, g, req.GetOperation(), ledger.Approval{
+	rec, err := s.led.Authorize(ctx, g, req.GetOperation(), ledger.Approval{
 		Approver: callerOf(ctx).ID, ParamsDigest: req.GetParamsDigest(), PreconditionDigest: req.GetPreconditionDigest(),
 		Policy: req.GetPolicy(), At: time.Now(), Note: req.GetNote()})
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	return &leasegatev1.AuthorizeResponse{Record: wire.RecordToProto(rec)}, nil
 }
 
-func (a approvers) Reject(ctx context.Context, req *leasegatev1.RejectRequest) (*leasegatev1.RejectResponse, error) {
+func (s *Server) reject(ctx context.Context, req *leasegatev1.RejectRequest) (*leasegatev1.RejectResponse, error) {
 	const op = "reject"
-	g, err := a.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	g, err := s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	reason := fmt.Sprintf("rejected by %s: %s", callerOf(ctx).ID, req.GetReason())
 	if strings.TrimSpace(req.GetReason()) == "" {
-		return nil, ConnectError(coordinator.Invalid(op, "reason is required"))
+		return nil, coordinator.Invalid(op, "reason is required")
 	}
-	rec, err := a.s.led.Reject(ctx, g, req.GetOperation(), reason)
+	rec, err := s.led.Reject(ctx, g, req.GetOperation(), reason)
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	return &leasegatev1.RejectResponse{Record: wire.RecordToProto(rec)}, nil
 }
 
-func (o operators) Resolve(ctx context.Context, req *leasegatev1.ResolveRequest) (*leasegatev1.ResolveResponse, error) {
+func (s *Server) resolve(ctx context.Context, req *leasegatev1.ResolveRequest) (*leasegatev1.ResolveResponse, error) {
 	const op = "resolve"
 	to, err := ledger.ParseState(req.GetTo())
 	if err != nil {
-		return nil, ConnectError(coordinator.Invalid(op, "to: %v", err))
+		return nil, coordinator.Invalid(op, "to: %v", err)
 	}
 	ev, err := wire.EvidenceFromProto(op, req.GetEvidence())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	if strings.TrimSpace(req.GetWhy()) == "" {
-		return nil, ConnectError(coordinator.Invalid(op, "why is required: what the evidence shows"))
+		return nil, coordinator.Invalid(op, "why is required: what the evidence shows")
 	}
-	g, err := o.s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
+	g, err := s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	if p := req.GetGrant(); p != nil {
 		if err := decidedUnder(op, p, g); err != nil {
-			return nil, ConnectError(err)
+			return nil, err
 		}
 	}
-	rec, err := o.s.led.Resolve(ctx, g, req.GetOperation(), to, ev, callerOf(ctx).ID, req.GetWhy())
+	rec, err := s.led.Resolve(ctx, g, req.GetOperation(), to, ev, callerOf(ctx).ID, req.GetWhy())
 	if err != nil {
-		return nil, ConnectError(err)
+		return nil, err
 	}
 	return &leasegatev1.ResolveResponse{Record: wire.RecordToProto(rec)}, nil
 }

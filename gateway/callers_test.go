@@ -290,6 +290,43 @@ func TestEveryProcedureRefusesAHostileCaller(t *testing.T) {
 			return asRefusal(err)
 		}},
 
+		{leasegatev1connect.ApproverServiceGetRecordProcedure, "by a worker", denied, func(ctx context.Context) error {
+			_, err := ap("worker-a").GetRecord(ctx, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: "task-1", Operation: "op-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceGetRecordProcedure, "in another tenant", denied, func(ctx context.Context) error {
+			_, err := ap("approver").GetRecord(ctx, &leasegatev1.GetRecordRequest{Tenant: otherTenant, Task: "task-x", Operation: "op-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceListRecordsProcedure, "by an operator", denied, func(ctx context.Context) error {
+			_, err := ap("operator").ListRecords(ctx, &leasegatev1.ListRecordsRequest{Tenant: tenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceListRecordsProcedure, "in another tenant", denied, func(ctx context.Context) error {
+			_, err := ap("approver").ListRecords(ctx, &leasegatev1.ListRecordsRequest{Tenant: otherTenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceListRecordsProcedure, "of every tenant, by an approver of one", invalid, func(ctx context.Context) error {
+			_, err := ap("approver").ListRecords(ctx, &leasegatev1.ListRecordsRequest{})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceGetRecordProcedure, "by an approver", denied, func(ctx context.Context) error {
+			_, err := op("approver").GetRecord(ctx, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: "task-1", Operation: "op-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceGetRecordProcedure, "by an operator of another tenant", denied, func(ctx context.Context) error {
+			_, err := op("operator-b").GetRecord(ctx, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: "task-1", Operation: "op-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceListRecordsProcedure, "by a worker", denied, func(ctx context.Context) error {
+			_, err := op("worker-a").ListRecords(ctx, &leasegatev1.ListRecordsRequest{Tenant: tenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceListRecordsProcedure, "by an operator of another tenant", denied, func(ctx context.Context) error {
+			_, err := op("operator-b").ListRecords(ctx, &leasegatev1.ListRecordsRequest{Tenant: tenant, Task: "task-1"})
+			return asRefusal(err)
+		}},
+
 		{leasegatev1connect.OperatorServiceResolveProcedure, "by a worker", denied, func(ctx context.Context) error {
 			_, err := op("worker-a").Resolve(ctx, resolve)
 			return asRefusal(err)

@@ -113,7 +113,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if !id.Has(role) {
 			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-				Detail: fmt.Sprintf("identity %q is not a %s (its roles: %v)", id.ID, role, id.Roles)}))
+				Detail: fmt.Sprintf("identity %q is not %s %s (its roles: %v)", id.ID, article(role), role, id.Roles)}))
 			return
 		}
 		if r.ContentLength > int64(s.opts.maxMessageBytes) {
@@ -163,4 +163,12 @@ func ownGrant(ctx context.Context, op string, g coordinator.Grant) error {
 			Detail: fmt.Sprintf("the grant names owner %q; the caller is %q", g.Owner, id.ID)})
 	}
 	return nil
+}
+
+// article is the indefinite article of a role's name.
+func article(r Role) string {
+	if r == RoleApprover || r == RoleOperator {
+		return "an"
+	}
+	return "a"
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
-	"github.com/leasegate/leasegate/ledger"
 )
 
 // WatchSynced is the type of the marker WatchOwnership sends first when
@@ -288,29 +287,11 @@ func (w workers) Dispatch(ctx context.Context, req *leasegatev1.DispatchRequest)
 }
 
 func (w workers) GetRecord(ctx context.Context, req *leasegatev1.GetRecordRequest) (*leasegatev1.GetRecordResponse, error) {
-	if err := tenantAllowed(ctx, "ops show", req.GetTenant(), req.GetTask()); err != nil {
-		return nil, ConnectError(err)
-	}
-	rec, journal, err := w.s.led.Record(ctx, req.GetTenant(), req.GetTask(), req.GetOperation())
-	if err != nil {
-		return nil, ConnectError(err)
-	}
-	out := &leasegatev1.GetRecordResponse{Record: wire.RecordToProto(rec)}
-	for _, t := range journal {
-		out.Journal = append(out.Journal, wire.TransitionToProto(t))
-	}
-	return out, nil
+	return connectAnswer(w.s.getRecord(ctx, req))
 }
 
 func (w workers) ListRecords(ctx context.Context, req *leasegatev1.ListRecordsRequest) (*leasegatev1.ListRecordsResponse, error) {
-	if err := tenantAllowed(ctx, "ops list", req.GetTenant(), req.GetTask()); err != nil {
-		return nil, ConnectError(err)
-	}
-	rs, err := w.s.led.List(ctx, req.GetTenant(), req.GetTask(), ledger.State(req.GetState()))
-	if err != nil {
-		return nil, ConnectError(err)
-	}
-	return &leasegatev1.ListRecordsResponse{Records: wire.RecordsToProto(rs)}, nil
+	return connectAnswer(w.s.listRecords(ctx, req))
 }
 
 func (w workers) Reconcile(ctx context.Context, req *leasegatev1.ReconcileRequest) (*leasegatev1.ReconcileResponse, error) {

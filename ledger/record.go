@@ -160,8 +160,12 @@ func (r Record) answer() *Answer {
 	return r.Answer
 }
 
-// Digest is the canonical digest of an effect: SHA-256 over its kind,
-// target, canonical parameters and policy, each length-prefixed.
+// Digest is the canonical digest of an effect (Record.ParamsDigest):
+// SHA-256 over "leasegate-effect-v1", its kind, target, canonical
+// parameters (CanonicalParams) and policy, each prefixed by its length in
+// bytes as 8 bytes big-endian, hex-encoded. docs/ledger.md specifies the
+// bytes; api/leasegate/v1/testdata/digest_vectors.json has test vectors any
+// language can check itself against (TestDigestVectors checks them here).
 func Digest(e Effect) (string, error) {
 	params, err := canonical(e.Params)
 	if err != nil {
@@ -176,8 +180,14 @@ func (a Approval) Digest() string {
 		a.At.UTC().Format(time.RFC3339Nano), a.Note)
 }
 
-// canonical re-encodes JSON with object keys sorted and no insignificant
-// space, numbers kept as written. Empty params are "null".
+// CanonicalParams is the canonical form of an effect's parameters, the
+// form its digest is over and the ledger stores: the JSON value re-encoded
+// with object keys sorted by their UTF-8 bytes (the last of duplicate keys
+// kept), no insignificant space, numbers exactly as written, and strings
+// escaped as docs/ledger.md says. Empty (or all-space) params are "null".
+func CanonicalParams(raw json.RawMessage) ([]byte, error) { return canonical(raw) }
+
+// canonical is CanonicalParams.
 func canonical(raw json.RawMessage) ([]byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return []byte("null"), nil

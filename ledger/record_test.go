@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -90,4 +93,68 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("digests of %q and its canonical form differ: %s %v, %s %v", raw, d1, err1, d2, err2)
 		}
 	})
+}
+
+// TestDigestVectors checks the effect digest against the test vectors a
+// client in any language checks its own implementation against
+// (api/leasegate/v1/testdata/digest_vectors.json; docs/ledger.md, "The
+// effect digest"): the canonical parameters, the bytes hashed, and the
+// digest of each. A change to the canonical form or the byte layout — the
+// length prefix's width or byte order, the field order, the tag — turns
+// it red, as it would break every stored record.
+func TestDigestVectors(t *testing.T) {
+	b, err := os.ReadFile("../api/leasegate/v1/testdata/digest_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Vectors []struct {
+			Name            string `json:"name"`
+			Kind            string `json:"kind"`
+			Target          string `json:"target"`
+			ParamsJSON      string `json:"params_json"`
+			Policy          string `json:"policy"`
+			CanonicalParams string `json:"canonical_params"`
+			PreimageHex     string `json:"preimage_hex"`
+			Digest          string `json:"digest"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Vectors) < 10 {
+		t.Fatalf("%d vectors; the file lost some", len(file.Vectors))
+	}
+	for _, v := range file.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			e := Effect{Kind: v.Kind, Target: v.Target, Params: json.RawMessage(v.ParamsJSON), Policy: v.Policy}
+			can, err := CanonicalParams(e.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(can) != v.CanonicalParams {
+				t.Errorf("canonical params %s, the vector says %s", can, v.CanonicalParams)
+			}
+			pre, err := hex.DecodeString(v.PreimageHex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := sha256.Sum256(pre); hex.EncodeToString(sum[:]) != v.Digest {
+				t.Errorf("the vector's preimage hashes to %x, its digest is %s", sum, v.Digest)
+			}
+			d, err := Digest(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d != v.Digest {
+				t.Errorf("Digest = %s, the vector says %s", d, v.Digest)
+			}
+			// The canonical form is a fixed point: a client may digest the
+			// params a record carries as they are.
+			e.Params = can
+			if d2, _ := Digest(e); d2 != v.Digest {
+				t.Errorf("Digest of the canonical params = %s, want %s", d2, v.Digest)
+			}
+		})
+	}
 }

@@ -94,11 +94,23 @@ const (
 	WorkerServiceListRecordsProcedure = "/leasegate.v1.WorkerService/ListRecords"
 	// WorkerServiceReconcileProcedure is the fully-qualified name of the WorkerService's Reconcile RPC.
 	WorkerServiceReconcileProcedure = "/leasegate.v1.WorkerService/Reconcile"
+	// ApproverServiceGetRecordProcedure is the fully-qualified name of the ApproverService's GetRecord
+	// RPC.
+	ApproverServiceGetRecordProcedure = "/leasegate.v1.ApproverService/GetRecord"
+	// ApproverServiceListRecordsProcedure is the fully-qualified name of the ApproverService's
+	// ListRecords RPC.
+	ApproverServiceListRecordsProcedure = "/leasegate.v1.ApproverService/ListRecords"
 	// ApproverServiceAuthorizeProcedure is the fully-qualified name of the ApproverService's Authorize
 	// RPC.
 	ApproverServiceAuthorizeProcedure = "/leasegate.v1.ApproverService/Authorize"
 	// ApproverServiceRejectProcedure is the fully-qualified name of the ApproverService's Reject RPC.
 	ApproverServiceRejectProcedure = "/leasegate.v1.ApproverService/Reject"
+	// OperatorServiceGetRecordProcedure is the fully-qualified name of the OperatorService's GetRecord
+	// RPC.
+	OperatorServiceGetRecordProcedure = "/leasegate.v1.OperatorService/GetRecord"
+	// OperatorServiceListRecordsProcedure is the fully-qualified name of the OperatorService's
+	// ListRecords RPC.
+	OperatorServiceListRecordsProcedure = "/leasegate.v1.OperatorService/ListRecords"
 	// OperatorServiceResolveProcedure is the fully-qualified name of the OperatorService's Resolve RPC.
 	OperatorServiceResolveProcedure = "/leasegate.v1.OperatorService/Resolve"
 	// OperatorServiceRevokeLeaseProcedure is the fully-qualified name of the OperatorService's
@@ -762,6 +774,13 @@ func (UnimplementedWorkerServiceHandler) Reconcile(context.Context, *v1.Reconcil
 
 // ApproverServiceClient is a client for the leasegate.v1.ApproverService service.
 type ApproverServiceClient interface {
+	// GetRecord reads one operation's record and its journal, for an
+	// approver of its tenant: the effect, its parameters and their digest,
+	// the precondition and when it was observed — what an approval names.
+	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
+	// ListRecords reads the records of a task (or a tenant), for an approver
+	// of the tenant.
+	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
 	// Authorize binds an approval of exact parameter and precondition digests
 	// to a proposed operation.
 	Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error)
@@ -780,6 +799,18 @@ func NewApproverServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 	baseURL = strings.TrimRight(baseURL, "/")
 	approverServiceMethods := v1.File_leasegate_v1_leasegate_proto.Services().ByName("ApproverService").Methods()
 	return &approverServiceClient{
+		getRecord: connect.NewClient[v1.GetRecordRequest, v1.GetRecordResponse](
+			httpClient,
+			baseURL+ApproverServiceGetRecordProcedure,
+			connect.WithSchema(approverServiceMethods.ByName("GetRecord")),
+			connect.WithClientOptions(opts...),
+		),
+		listRecords: connect.NewClient[v1.ListRecordsRequest, v1.ListRecordsResponse](
+			httpClient,
+			baseURL+ApproverServiceListRecordsProcedure,
+			connect.WithSchema(approverServiceMethods.ByName("ListRecords")),
+			connect.WithClientOptions(opts...),
+		),
 		authorize: connect.NewClient[v1.AuthorizeRequest, v1.AuthorizeResponse](
 			httpClient,
 			baseURL+ApproverServiceAuthorizeProcedure,
@@ -797,8 +828,28 @@ func NewApproverServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // approverServiceClient implements ApproverServiceClient.
 type approverServiceClient struct {
-	authorize *connect.Client[v1.AuthorizeRequest, v1.AuthorizeResponse]
-	reject    *connect.Client[v1.RejectRequest, v1.RejectResponse]
+	getRecord   *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
+	listRecords *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
+	authorize   *connect.Client[v1.AuthorizeRequest, v1.AuthorizeResponse]
+	reject      *connect.Client[v1.RejectRequest, v1.RejectResponse]
+}
+
+// GetRecord calls leasegate.v1.ApproverService.GetRecord.
+func (c *approverServiceClient) GetRecord(ctx context.Context, req *v1.GetRecordRequest) (*v1.GetRecordResponse, error) {
+	response, err := c.getRecord.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListRecords calls leasegate.v1.ApproverService.ListRecords.
+func (c *approverServiceClient) ListRecords(ctx context.Context, req *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error) {
+	response, err := c.listRecords.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // Authorize calls leasegate.v1.ApproverService.Authorize.
@@ -821,6 +872,13 @@ func (c *approverServiceClient) Reject(ctx context.Context, req *v1.RejectReques
 
 // ApproverServiceHandler is an implementation of the leasegate.v1.ApproverService service.
 type ApproverServiceHandler interface {
+	// GetRecord reads one operation's record and its journal, for an
+	// approver of its tenant: the effect, its parameters and their digest,
+	// the precondition and when it was observed — what an approval names.
+	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
+	// ListRecords reads the records of a task (or a tenant), for an approver
+	// of the tenant.
+	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
 	// Authorize binds an approval of exact parameter and precondition digests
 	// to a proposed operation.
 	Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error)
@@ -835,6 +893,18 @@ type ApproverServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewApproverServiceHandler(svc ApproverServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	approverServiceMethods := v1.File_leasegate_v1_leasegate_proto.Services().ByName("ApproverService").Methods()
+	approverServiceGetRecordHandler := connect.NewUnaryHandlerSimple(
+		ApproverServiceGetRecordProcedure,
+		svc.GetRecord,
+		connect.WithSchema(approverServiceMethods.ByName("GetRecord")),
+		connect.WithHandlerOptions(opts...),
+	)
+	approverServiceListRecordsHandler := connect.NewUnaryHandlerSimple(
+		ApproverServiceListRecordsProcedure,
+		svc.ListRecords,
+		connect.WithSchema(approverServiceMethods.ByName("ListRecords")),
+		connect.WithHandlerOptions(opts...),
+	)
 	approverServiceAuthorizeHandler := connect.NewUnaryHandlerSimple(
 		ApproverServiceAuthorizeProcedure,
 		svc.Authorize,
@@ -849,6 +919,10 @@ func NewApproverServiceHandler(svc ApproverServiceHandler, opts ...connect.Handl
 	)
 	return "/leasegate.v1.ApproverService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case ApproverServiceGetRecordProcedure:
+			approverServiceGetRecordHandler.ServeHTTP(w, r)
+		case ApproverServiceListRecordsProcedure:
+			approverServiceListRecordsHandler.ServeHTTP(w, r)
 		case ApproverServiceAuthorizeProcedure:
 			approverServiceAuthorizeHandler.ServeHTTP(w, r)
 		case ApproverServiceRejectProcedure:
@@ -862,6 +936,14 @@ func NewApproverServiceHandler(svc ApproverServiceHandler, opts ...connect.Handl
 // UnimplementedApproverServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedApproverServiceHandler struct{}
 
+func (UnimplementedApproverServiceHandler) GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.GetRecord is not implemented"))
+}
+
+func (UnimplementedApproverServiceHandler) ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.ListRecords is not implemented"))
+}
+
 func (UnimplementedApproverServiceHandler) Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.Authorize is not implemented"))
 }
@@ -872,6 +954,12 @@ func (UnimplementedApproverServiceHandler) Reject(context.Context, *v1.RejectReq
 
 // OperatorServiceClient is a client for the leasegate.v1.OperatorService service.
 type OperatorServiceClient interface {
+	// GetRecord reads one operation's record and its journal, for an
+	// operator of its tenant.
+	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
+	// ListRecords reads the records of a task (or a tenant), for an operator
+	// of the tenant.
+	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
 	// Resolve is an operator's decision on a MANUAL_REVIEW record.
 	Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error)
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
@@ -900,6 +988,18 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 	baseURL = strings.TrimRight(baseURL, "/")
 	operatorServiceMethods := v1.File_leasegate_v1_leasegate_proto.Services().ByName("OperatorService").Methods()
 	return &operatorServiceClient{
+		getRecord: connect.NewClient[v1.GetRecordRequest, v1.GetRecordResponse](
+			httpClient,
+			baseURL+OperatorServiceGetRecordProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("GetRecord")),
+			connect.WithClientOptions(opts...),
+		),
+		listRecords: connect.NewClient[v1.ListRecordsRequest, v1.ListRecordsResponse](
+			httpClient,
+			baseURL+OperatorServiceListRecordsProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("ListRecords")),
+			connect.WithClientOptions(opts...),
+		),
 		resolve: connect.NewClient[v1.ResolveRequest, v1.ResolveResponse](
 			httpClient,
 			baseURL+OperatorServiceResolveProcedure,
@@ -941,12 +1041,32 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // operatorServiceClient implements OperatorServiceClient.
 type operatorServiceClient struct {
+	getRecord   *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
+	listRecords *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
 	resolve     *connect.Client[v1.ResolveRequest, v1.ResolveResponse]
 	revokeLease *connect.Client[v1.RevokeLeaseRequest, v1.RevokeLeaseResponse]
 	listLeases  *connect.Client[v1.ListLeasesRequest, v1.ListLeasesResponse]
 	showLease   *connect.Client[v1.ShowLeaseRequest, v1.ShowLeaseResponse]
 	showRealm   *connect.Client[v1.ShowRealmRequest, v1.ShowRealmResponse]
 	rotateRealm *connect.Client[v1.RotateRealmRequest, v1.RotateRealmResponse]
+}
+
+// GetRecord calls leasegate.v1.OperatorService.GetRecord.
+func (c *operatorServiceClient) GetRecord(ctx context.Context, req *v1.GetRecordRequest) (*v1.GetRecordResponse, error) {
+	response, err := c.getRecord.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListRecords calls leasegate.v1.OperatorService.ListRecords.
+func (c *operatorServiceClient) ListRecords(ctx context.Context, req *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error) {
+	response, err := c.listRecords.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // Resolve calls leasegate.v1.OperatorService.Resolve.
@@ -1005,6 +1125,12 @@ func (c *operatorServiceClient) RotateRealm(ctx context.Context, req *v1.RotateR
 
 // OperatorServiceHandler is an implementation of the leasegate.v1.OperatorService service.
 type OperatorServiceHandler interface {
+	// GetRecord reads one operation's record and its journal, for an
+	// operator of its tenant.
+	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
+	// ListRecords reads the records of a task (or a tenant), for an operator
+	// of the tenant.
+	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
 	// Resolve is an operator's decision on a MANUAL_REVIEW record.
 	Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error)
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
@@ -1029,6 +1155,18 @@ type OperatorServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	operatorServiceMethods := v1.File_leasegate_v1_leasegate_proto.Services().ByName("OperatorService").Methods()
+	operatorServiceGetRecordHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceGetRecordProcedure,
+		svc.GetRecord,
+		connect.WithSchema(operatorServiceMethods.ByName("GetRecord")),
+		connect.WithHandlerOptions(opts...),
+	)
+	operatorServiceListRecordsHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceListRecordsProcedure,
+		svc.ListRecords,
+		connect.WithSchema(operatorServiceMethods.ByName("ListRecords")),
+		connect.WithHandlerOptions(opts...),
+	)
 	operatorServiceResolveHandler := connect.NewUnaryHandlerSimple(
 		OperatorServiceResolveProcedure,
 		svc.Resolve,
@@ -1067,6 +1205,10 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 	)
 	return "/leasegate.v1.OperatorService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case OperatorServiceGetRecordProcedure:
+			operatorServiceGetRecordHandler.ServeHTTP(w, r)
+		case OperatorServiceListRecordsProcedure:
+			operatorServiceListRecordsHandler.ServeHTTP(w, r)
 		case OperatorServiceResolveProcedure:
 			operatorServiceResolveHandler.ServeHTTP(w, r)
 		case OperatorServiceRevokeLeaseProcedure:
@@ -1087,6 +1229,14 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 
 // UnimplementedOperatorServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedOperatorServiceHandler struct{}
+
+func (UnimplementedOperatorServiceHandler) GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.GetRecord is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.ListRecords is not implemented"))
+}
 
 func (UnimplementedOperatorServiceHandler) Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.Resolve is not implemented"))
