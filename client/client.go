@@ -57,11 +57,19 @@ type Client struct {
 	workers   leasegatev1connect.WorkerServiceClient
 	approvers leasegatev1connect.ApproverServiceClient
 	operators leasegatev1connect.OperatorServiceClient
+	reads     recordReader // the service Record and List read through (WithReadsAs)
 	http      *http.Client
 }
 
+// recordReader is the reads every service serves to its own role.
+type recordReader interface {
+	GetRecord(context.Context, *leasegatev1.GetRecordRequest) (*leasegatev1.GetRecordResponse, error)
+	ListRecords(context.Context, *leasegatev1.ListRecordsRequest) (*leasegatev1.ListRecordsResponse, error)
+}
+
 type options struct {
-	grpc bool
+	grpc    bool
+	readsAs string
 }
 
 // Option configures New.
@@ -71,6 +79,21 @@ type Option func(*options) error
 // HTTP/2 (without it, unary calls go over HTTP/1.1 and streams over HTTP/2).
 func WithGRPC() Option {
 	return func(o *options) error { o.grpc = true; return nil }
+}
+
+// WithReadsAs makes Record and List read through the service of role
+// ("worker", the default; "approver" or "operator"): each service serves
+// them to its own role, so a client holding an approver's or an
+// operator's certificate reads records through its own.
+func WithReadsAs(role string) Option {
+	return func(o *options) error {
+		switch role {
+		case "worker", "approver", "operator":
+			o.readsAs = role
+			return nil
+		}
+		return fmt.Errorf("reads as %q: one of worker, approver, operator", role)
+	}
 }
 
 // TLSConfig is a client TLS configuration: the CA the gateway's certificate
@@ -343,7 +366,7 @@ func (c *Client) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 
 // Record reads one operation's record and journal.
 func (c *Client) Record(ctx context.Context, tenant, task, operation string) (ledger.Record, []ledger.Transition, error) {
-	resp, err := call(ctx, "ops show", false, c.workers.GetRecord, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: task, Operation: operation})
+	resp, err := call(ctx, "ops show", false, c.reads.GetRecord, &leasegatev1.GetRecordRequest{Tenant: tenant, Task: task, Operation: operation})
 	if err != nil {
 		return ledger.Record{}, nil, err
 	}
@@ -357,7 +380,7 @@ func (c *Client) Record(ctx context.Context, tenant, task, operation string) (le
 
 // List reads the records of a task (or a tenant), optionally in one state.
 func (c *Client) List(ctx context.Context, tenant, task string, state ledger.State) ([]ledger.Record, error) {
-	resp, err := call(ctx, "ops list", false, c.workers.ListRecords, &leasegatev1.ListRecordsRequest{Tenant: tenant, Task: task, State: string(state)})
+	resp, err := call(ctx, "ops list", false, c.reads.ListRecords, &leasegatev1.ListRecordsRequest{Tenant: tenant, Task: task, State: string(state)})
 	if err != nil {
 		return nil, err
 	}

@@ -30,12 +30,21 @@ func NewWithHTTPClient(baseURL string, hc *http.Client, opts ...Option) (*Client
 	if o.grpc {
 		copts = append(copts, connect.WithGRPC())
 	}
-	return &Client{
+	c := &Client{
 		workers:   leasegatev1connect.NewWorkerServiceClient(hc, baseURL, copts...),
 		approvers: leasegatev1connect.NewApproverServiceClient(hc, baseURL, copts...),
 		operators: leasegatev1connect.NewOperatorServiceClient(hc, baseURL, copts...),
 		http:      hc,
-	}, nil
+	}
+	switch o.readsAs {
+	case "approver":
+		c.reads = c.approvers
+	case "operator":
+		c.reads = c.operators
+	default:
+		c.reads = c.workers
+	}
+	return c, nil
 }
 
 // HTTPClient is the HTTP client New gives a Client of the Connect

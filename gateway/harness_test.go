@@ -144,9 +144,15 @@ func (w *world) tlsOf(caller string) *tls.Config {
 
 // client is caller's Go client of r.
 func (w *world) client(r *replica, caller string) *client.Client {
+	w.t.Helper()
+	return w.clientWith(r, caller)
+}
+
+// clientWith is caller's Go client of r with opts.
+func (w *world) clientWith(r *replica, caller string, opts ...client.Option) *client.Client {
 	t := w.t
 	t.Helper()
-	c, err := client.New(r.ts.URL, w.tlsOf(caller))
+	c, err := client.New(r.ts.URL, w.tlsOf(caller), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,3 +165,47 @@ func TestOnlyTheSameApprovalRepeatsOnAnAuthorizedRecord(t *testing.T) {
 		})
 	}
 }
+
+// Authorize is idempotent on the approval — its approver, digests, policy
+// and note — not on its time: a retry stamped later (the gateway stamps
+// each call) returns the AUTHORIZED record and writes nothing. An approval
+// differing in any of the five is another approval, refused, nothing
+// written (the note: TestOnlyTheSameApprovalRepeatsOnAnAuthorizedRecord).
+func TestARetriedApprovalIsTheSameApproval(t *testing.T) {
+	t.Parallel()
+	policy := &policySource{version: "policy-7"}
+	e := newEnv(t, WithPolicy(policy.current))
+	rec := e.authorized(e.g, "op", promote("db-b"))
+	same := *rec.Approval
+	same.At = same.At.Add(time.Minute)
+	lgtest.WritesNothing(t, e.c.Client(), e.c.Keys().Prefix(), "a retried approval", func() {
+		got, err := e.l.Authorize(e.ctx, e.g, "op", same)
+		if err != nil || got.State != Authorized || got.Seq != rec.Seq {
+			t.Fatalf("retried Authorize: %v, %+v", err, got)
+		}
+	})
+	for name, change := range map[string]func(a *Approval){
+		"another approver":            func(a *Approval) { a.Approver = "imani" },
+		"another parameters digest":   func(a *Approval) { a.ParamsDigest = "other" },
+		"another precondition digest": func(a *Approval) { a.PreconditionDigest = "world-9" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := *rec.Approval
+			change(&other)
+			lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+				_, err := e.l.Authorize(e.ctx, e.g, "op", other)
+				return err
+			})
+		})
+	}
+	// The policy changed since the approval: the same approver and digests
+	// under the current policy are another approval (Dispatch expires the
+	// first; this one waits for that).
+	policy.set("policy-8", nil)
+	renewed := *rec.Approval
+	renewed.Policy = ""
+	lgtest.RefusedWritingNothing(t, e.c.Client(), e.c.Keys().Prefix(), coordinator.IllegalTransition, func() error {
+		_, err := e.l.Authorize(e.ctx, e.g, "op", renewed)
+		return err
+	})
+}

@@ -37,6 +37,7 @@ type provider struct {
 	lostRequest   bool                   // the request is lost on the way: nothing applied, no answer
 	refuse        *RefusedError          // refuse definitely, applying nothing
 	noEvidence    bool                   // answer success with no evidence
+	placeholder   json.RawMessage        // answer success with only this detail
 	hugeEvidence  bool                   // answer success with evidence past MaxDetailBytes
 	onApply       func(operation string) // runs inside Apply, before it applies
 	afterApply    func(operation string) // runs inside Apply, after it applied
@@ -89,7 +90,7 @@ func (p *provider) Apply(ctx context.Context, call Call) (Evidence, error) {
 	}
 	p.applied[operation]++ // the provider acts...
 	n := p.applied[operation]
-	drop, noEv, huge, pending := p.dropResponse, p.noEvidence, p.hugeEvidence, p.pendingChange
+	drop, noEv, huge, pending, placeholder := p.dropResponse, p.noEvidence, p.hugeEvidence, p.pendingChange, p.placeholder
 	p.mu.Unlock()
 	if afterApply != nil {
 		afterApply(operation)
@@ -101,6 +102,8 @@ func (p *provider) Apply(ctx context.Context, call Call) (Evidence, error) {
 		return Evidence{ProviderIDs: []string{"change-" + operation}}, Ambiguous(errors.New("change still PENDING"))
 	case noEv:
 		return Evidence{}, nil
+	case placeholder != nil:
+		return Evidence{Detail: placeholder}, nil
 	case huge:
 		return Evidence{Detail: json.RawMessage(`"` + strings.Repeat("x", MaxDetailBytes) + `"`)}, nil
 	}

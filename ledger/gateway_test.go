@@ -205,12 +205,13 @@ func TestChangedWorldIsSupersededNotDispatched(t *testing.T) {
 
 func TestApplyAnswers(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
+	type applyCase struct {
 		name  string
 		fault func(p *provider)
 		want  State
 		ev    bool
-	}{
+	}
+	cases := []applyCase{
 		{"definite refusal with evidence", func(p *provider) {
 			p.refuse = &RefusedError{Reason: "InvalidParameterCombination", Evidence: Evidence{ProviderIDs: []string{"req-9"}}}
 		}, Failed, true},
@@ -218,6 +219,15 @@ func TestApplyAnswers(t *testing.T) {
 		{"success without evidence", func(p *provider) { p.noEvidence = true }, Unknown, false},
 		{"success with evidence too large", func(p *provider) { p.hugeEvidence = true }, Unknown, false},
 		{"response lost after applying", func(p *provider) { p.dropResponse = true }, Unknown, false},
+	}
+	// Evidence that says nothing is none: an adapter marshalling a nil
+	// map, an empty list or an empty string has shown nothing.
+	for _, ph := range placeholders {
+		cases = append(cases,
+			applyCase{"success with detail " + ph, func(p *provider) { p.placeholder = json.RawMessage(ph) }, Unknown, false},
+			applyCase{"refusal with detail " + ph, func(p *provider) {
+				p.refuse = &RefusedError{Reason: "no", Evidence: Evidence{Detail: json.RawMessage(ph)}}
+			}, Unknown, false})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,8 +48,10 @@ func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation str
 // record's parameter digest and precondition digest (an approval of other
 // parameters, or of another observed world, is operation_conflict), and be
 // given under the current policy version (a.Policy; empty: the current one,
-// WithPolicy). Repeating the same approval of an AUTHORIZED record returns
-// it unchanged. The approval authorizes a dispatch for WithApprovalValidity
+// WithPolicy). Repeating the approval of an AUTHORIZED record — the same
+// approver, digests, policy and note, whatever its time — returns it
+// unchanged: Authorize is idempotent, so a retry after outcome_unknown
+// learns it applied. The approval authorizes a dispatch for WithApprovalValidity
 // from now, by the ledger's clock.
 func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation string, a Approval) (Record, error) {
 	const op = "authorize"
@@ -103,8 +105,8 @@ func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record,
 	if rec.State == "" {
 		return rec, l.refuse(Authorized, notRecorded(op, g, rec.Operation))
 	}
-	if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {
-		return rec, nil
+	if rec.State == Authorized && rec.Approval != nil && sameApproval(*rec.Approval, a) {
+		return rec, nil // a retry: the approval is recorded
 	}
 	if !Allowed(rec.State, Authorized, StepAuthorize) {
 		return rec, l.refuse(Authorized, l.illegal(op, g, rec, Authorized, ""))
@@ -120,6 +122,15 @@ func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record,
 	at := l.now().UTC()
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepAuthorize, reason: "approved", approver: a.Approver,
 		mutate: func(r *Record) { r.Approval, r.ApprovalDigest, r.AuthorizedAt = &a, a.Digest(), at }})
+}
+
+// sameApproval reports whether b is the approval a again: the same
+// approver, digests, policy and note. Its time is not compared: a retry
+// through the gateway (after outcome_unknown) carries the time of the
+// retry, and the approval it repeats is already recorded.
+func sameApproval(a, b Approval) bool {
+	return a.Approver == b.Approver && a.ParamsDigest == b.ParamsDigest &&
+		a.PreconditionDigest == b.PreconditionDigest && a.Policy == b.Policy && a.Note == b.Note
 }
 
 // Reject refuses the operation before dispatch (from PROPOSED or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -79,16 +80,49 @@ type Observation struct {
 }
 
 // Evidence is what a provider showed for an outcome: its own request or
-// change ids, and detail. Empty evidence (no ids and no detail) is none:
-// nothing reaches CONFIRMED or FAILED without some.
+// change ids, and detail. Empty evidence (no ids, and a detail that says
+// nothing) is none: nothing reaches CONFIRMED or FAILED without some.
 type Evidence struct {
 	ProviderIDs []string        `json:"provider_ids,omitempty"`
 	Detail      json.RawMessage `json:"detail,omitempty"`
 	At          time.Time       `json:"at,omitzero"`
 }
 
-// Empty reports whether e shows nothing.
-func (e Evidence) Empty() bool { return len(e.ProviderIDs) == 0 && len(bytes.TrimSpace(e.Detail)) == 0 }
+// Empty reports whether e shows nothing: no provider id, and a detail that
+// says nothing — absent, whitespace, or a placeholder JSON value (null, an
+// empty or all-space string, {}, []), as an adapter marshalling a nil map
+// would send.
+func (e Evidence) Empty() bool { return len(e.ProviderIDs) == 0 && saysNothing(e.Detail) }
+
+// saysNothing reports whether a JSON detail is absent or a placeholder:
+// null, "" (or a string of whitespace), {} or []. A detail that is not
+// JSON says something (checkDetail refuses it).
+func saysNothing(d json.RawMessage) bool {
+	t := bytes.TrimSpace(d)
+	if len(t) == 0 {
+		return true
+	}
+	switch t[0] {
+	case 'n', '"', '{', '[':
+	default:
+		return false // a number or a boolean says something
+	}
+	var v any
+	if json.Unmarshal(t, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return strings.TrimSpace(v) == ""
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
 
 // Approval is one person's (or policy's) consent to exactly one set of
 // parameters under exactly one observed world: it names the digests it

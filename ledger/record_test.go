@@ -14,7 +14,8 @@ import (
 )
 
 // TestEvidenceAndParamsAreCheckedBeforeAnyIO: evidence must show
-// something — an empty provider id or whitespace detail is none — so a
+// something — an empty provider id, a whitespace or placeholder detail is
+// none — so a
 // Resolve to CONFIRMED or FAILED with either is invalid_input; params that
 // hold two JSON values are not one set of parameters. Each is refused
 // before any I/O, nothing written.
@@ -31,6 +32,22 @@ func TestEvidenceAndParamsAreCheckedBeforeAnyIO(t *testing.T) {
 		},
 		"resolve confirmed, whitespace detail": func() error {
 			_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{Detail: json.RawMessage(" \n ")}, "darius", "checked")
+			return err
+		},
+		"resolve confirmed, detail null": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{Detail: json.RawMessage("null")}, "darius", "checked")
+			return err
+		},
+		"resolve confirmed, detail {}": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Confirmed, Evidence{Detail: json.RawMessage(" { } ")}, "darius", "checked")
+			return err
+		},
+		"resolve failed, detail []": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Failed, Evidence{Detail: json.RawMessage("[]")}, "darius", "checked")
+			return err
+		},
+		"resolve failed, detail \"\"": func() error {
+			_, err := e.l.Resolve(e.ctx, e.g, "op", Failed, Evidence{Detail: json.RawMessage(`""`)}, "darius", "checked")
 			return err
 		},
 		"resolve failed, no evidence": func() error {
@@ -156,5 +173,28 @@ func TestDigestVectors(t *testing.T) {
 				t.Errorf("Digest of the canonical params = %s, want %s", d2, v.Digest)
 			}
 		})
+	}
+}
+
+// placeholders are details that say nothing: absent, whitespace, or a
+// placeholder JSON value.
+var placeholders = []string{"null", "{}", `""`, "[]", " { } ", `"  "`, "\n[ ]\n"}
+
+// TestEvidenceThatSaysNothingIsEmpty: no provider id and a placeholder
+// detail is no evidence; any id, or a detail with content (a number, a
+// boolean, a key even with a null value, a string), is some.
+func TestEvidenceThatSaysNothingIsEmpty(t *testing.T) {
+	for _, d := range append([]string{"", " \t"}, placeholders...) {
+		if ev := (Evidence{Detail: json.RawMessage(d)}); !ev.Empty() {
+			t.Errorf("detail %q counts as evidence", d)
+		}
+		if ev := (Evidence{ProviderIDs: []string{"req-1"}, Detail: json.RawMessage(d)}); ev.Empty() {
+			t.Errorf("a provider id with detail %q is no evidence", d)
+		}
+	}
+	for _, d := range []string{"0", "false", `{"applied":null}`, `["x"]`, `"req-1"`, `{"a":{}}`, "nul"} {
+		if ev := (Evidence{Detail: json.RawMessage(d)}); ev.Empty() {
+			t.Errorf("detail %q is no evidence", d)
+		}
 	}
 }

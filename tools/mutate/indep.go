@@ -459,8 +459,11 @@ var indepMutations = []Mutation{
 	ind("ledger/terminal-unknown-state", recordGo, "a state the ledger does not know reads as terminal",
 		`if _, err := ParseState(string(s)); err != nil {`, `if _, err := ParseState(string(s)); err != nil && false {`),
 	ind("ledger/evidence-whitespace", recordGo, "whitespace detail counts as evidence",
-		`len(bytes.TrimSpace(e.Detail)) == 0 }`, `len(e.Detail) == 0 }`).
+		`t := bytes.TrimSpace(d)`, `t := d`).
 		killedBy("./ledger", "TestEvidenceAndParamsAreCheckedBeforeAnyIO"),
+	ind("ledger/evidence-placeholder", recordGo, "a placeholder detail (null, \"\", {}, []) counts as evidence",
+		`case 'n', '"', '{', '[':`, `case 0:`).
+		killedBy("./ledger", "TestEvidenceThatSaysNothingIsEmpty"),
 	ind("ledger/canonical-trailing", recordGo, "params holding two JSON values are accepted (the second ignored)",
 		`if d.More() {`, `if false {`).
 		killedBy("./ledger", "TestEvidenceAndParamsAreCheckedBeforeAnyIO"),
@@ -497,7 +500,7 @@ var indepMutations = []Mutation{
 	ind("ledger/authorize-any-world", intentGo, "an approval of another observed world is accepted",
 		`case a.PreconditionDigest != rec.Precondition.Digest:`, `case a.PreconditionDigest == "":`),
 	ind("ledger/authorize-repeat-any", intentGo, "any approval of an AUTHORIZED record returns it unchanged",
-		`if rec.State == Authorized && rec.ApprovalDigest == a.Digest() {`, `if rec.State == Authorized {`).
+		`if rec.State == Authorized && rec.Approval != nil && sameApproval(*rec.Approval, a) {`, `if rec.State == Authorized {`).
 		killedBy("./ledger", "TestOnlyTheSameApprovalRepeatsOnAnAuthorizedRecord"),
 	ind("ledger/record-revision-create", decodeGo, "a record's revision is read from its CreateRevision: the next transition compares the wrong revision",
 		`rec.Revision = kvs[0].ModRevision`, `rec.Revision = kvs[0].CreateRevision`),
