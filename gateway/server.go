@@ -67,6 +67,7 @@ type options struct {
 	gatherer        prometheus.Gatherer
 	tp              trace.TracerProvider
 	callTimeout     time.Duration
+	dispatchTTL     time.Duration
 }
 
 // Option configures New.
@@ -153,6 +154,20 @@ func WithCallTimeout(d time.Duration) Option {
 	}
 }
 
+// WithDispatchLeaseTTL sets the TTL of this replica's dispatch lease
+// (default DefaultDispatchLeaseTTL; whole seconds, at least 2 s): a
+// dispatch claimed by a replica that then dies is settled by its owner
+// once this long has passed without the replica.
+func WithDispatchLeaseTTL(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 2*time.Second || d%time.Second != 0 {
+			return fmt.Errorf("dispatch lease TTL %v: whole seconds, at least 2s", d)
+		}
+		o.dispatchTTL = d
+		return nil
+	}
+}
+
 // WithMetrics registers the gateway's metrics on reg and serves /metrics
 // from g.
 func WithMetrics(reg prometheus.Registerer, g prometheus.Gatherer) Option {
@@ -182,7 +197,8 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 	if c == nil {
 		return nil, coordinator.Invalid("serve", "nil coordinator")
 	}
-	o := options{lg: zap.NewNop(), maxMessageBytes: DefaultMaxMessageBytes, tp: noop.NewTracerProvider(), callTimeout: DefaultCallTimeout}
+	o := options{lg: zap.NewNop(), maxMessageBytes: DefaultMaxMessageBytes, tp: noop.NewTracerProvider(), callTimeout: DefaultCallTimeout,
+		dispatchTTL: DefaultDispatchLeaseTTL}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, coordinator.Invalid("serve", "%v", err)
@@ -211,7 +227,8 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 		adapters = append(adapters, instrumented{Adapter: a, s: s})
 		s.adapters[a.Kind()] = adapters[len(adapters)-1]
 	}
-	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg)}
+	dl := &dispatchLease{cli: c.Client(), ttl: o.dispatchTTL, lg: s.lg}
+	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg), ledger.WithDispatchLease(dl.get)}
 	if o.reg != nil {
 		ledOpts = append(ledOpts, ledger.WithMetrics(o.reg)) // the ledger's own metrics, beside the gateway's
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
@@ -57,7 +58,7 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 		withdrawn, werr := l.persist(ctx, g, claimed, change{to: Authorized, by: StepDispatch,
 			reason: "claim withdrawn, nothing sent: " + truncate(err.Error()),
 			mutate: func(r *Record) {
-				r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID
+				r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID, r.DispatchLease = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID, prev.DispatchLease
 			}}, "claim withdrawal not recorded; retrying")
 		if werr != nil {
 			l.lg.Warn("claim not withdrawn: the record stays DISPATCHING for the next owner", l.fields(g, operation,
@@ -91,7 +92,9 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 }
 
 // claim moves rec, AUTHORIZED, to DISPATCHING for g — or, if its approval
-// no longer holds, back to PROPOSED. A record in another state is
+// no longer holds, back to PROPOSED. A DISPATCHING record of g's own
+// epoch whose dispatching process is gone (orphaned) is settled first, as
+// Reconcile would, and claimed again only if that makes it AUTHORIZED. A record in another state is
 // illegal_transition, or g's own refusal if g is not current. A hint found
 // stale by the Txn's compare is decided again once, from the record that
 // Txn's Else read.
@@ -100,6 +103,19 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 	for try := 0; ; try++ {
 		if rec.State == "" {
 			return rec, nil, l.refuse(Dispatching, notRecorded(op, g, rec.Operation))
+		}
+		if rec.State == Dispatching && rec.Epoch == g.Epoch {
+			// A retry of a dispatch of this very grant: settled here if the
+			// process that claimed it is gone, else in flight (refused below).
+			orphan, err := l.orphaned(ctx, rec)
+			if err != nil {
+				return rec, nil, err
+			}
+			if orphan {
+				if rec, err = l.reconcileOne(ctx, g, rec); err != nil || rec.State != Authorized {
+					return rec, nil, err // settled (CONFIRMED, UNKNOWN, ...): the record says how
+				}
+			}
 		}
 		if !Allowed(rec.State, Dispatching, StepDispatch) {
 			return rec, nil, l.refuse(Dispatching, l.grantFirst(ctx, g, l.illegal(op, g, rec, Dispatching, "")))
@@ -117,10 +133,14 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 			out, err = l.transition(ctx, g, rec, change{to: Proposed, by: StepExpire, reason: truncate(lapse + "; approve it again"),
 				mutate: func(r *Record) { r.Approval, r.ApprovalDigest, r.AuthorizedAt = nil, "", time.Time{} }})
 		} else {
+			var lease int64
+			if lease, err = l.leaseOfDispatch(ctx, g, rec); err != nil {
+				return rec, nil, err
+			}
 			at, id := l.now().UTC(), uuid.NewString()
 			out, err = l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch, reason: "dispatch claimed",
 				mutate: func(r *Record) {
-					r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = g.Epoch, g.Owner, r.Attempts+1, at, id
+					r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID, r.DispatchLease = g.Epoch, g.Owner, r.Attempts+1, at, id, lease
 				}}, "claim not recorded; retrying")
 		}
 		if try == 0 && moved(rec, out, err) {
@@ -129,6 +149,42 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 		}
 		return out, ad, err
 	}
+}
+
+// leaseOfDispatch is the lease a claim of rec carries (WithDispatchLease;
+// 0 without it). A lease that cannot be had is a hold: nothing claimed.
+func (l *Ledger) leaseOfDispatch(ctx context.Context, g coordinator.Grant, rec Record) (int64, error) {
+	if l.dispatchLease == nil {
+		return 0, nil
+	}
+	id, err := l.dispatchLease(ctx)
+	if err == nil && id == 0 {
+		err = errors.New("no lease")
+	}
+	if err != nil {
+		return 0, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "dispatch", Tenant: g.Tenant, Task: g.Task,
+			Detail: fmt.Sprintf("this gateway's dispatch lease could not be had; operation %q not claimed; hold", rec.Operation), Err: err}
+	}
+	return id, nil
+}
+
+// orphaned reports whether rec, DISPATCHING, was claimed by a process that
+// is gone: its claim carries a lease (WithDispatchLease) that etcd shows
+// expired. An expired lease never comes back, so a later look cannot
+// contradict this one; the transition that acts on it still compares the
+// record's revision. A claim without a lease is never orphaned here.
+func (l *Ledger) orphaned(ctx context.Context, rec Record) (bool, error) {
+	if rec.State != Dispatching || rec.DispatchLease == 0 {
+		return false, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.recordTimeout/5)
+	defer cancel()
+	resp, err := l.c.Client().TimeToLive(rctx, clientv3.LeaseID(rec.DispatchLease))
+	if err != nil {
+		return false, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "dispatch", Tenant: rec.Tenant, Task: rec.Task,
+			Detail: fmt.Sprintf("could not read whether the dispatch of operation %q is still in flight; hold", rec.Operation), Err: err}
+	}
+	return resp.TTL < 0, nil // -1: expired (0 is under a second left, still alive)
 }
 
 // lapsed says why rec's approval no longer authorizes a dispatch ("" if it

@@ -28,6 +28,7 @@ type options struct {
 	validity      time.Duration
 	policy        func(ctx context.Context, e Effect) (string, error)
 	registerer    prometheus.Registerer
+	dispatchLease func(ctx context.Context) (int64, error)
 }
 
 // Defaults of the options.
@@ -184,6 +185,28 @@ func WithPolicy(current func(ctx context.Context, e Effect) (string, error)) Opt
 			return errors.New("nil policy source")
 		}
 		o.policy = current
+		return nil
+	}
+}
+
+// WithDispatchLease makes every dispatch claim carry an etcd lease of the
+// process that runs the dispatch (lease returns its ID): a gateway
+// replica's own lease, kept alive by the replica and by nothing else. A
+// DISPATCHING record of the caller's own epoch whose lease has expired is
+// a dispatch whose process is gone: the owner's Reconcile, or its retry of
+// Dispatch, makes it UNKNOWN and settles it against the provider, instead
+// of waiting for a dispatch that will never be recorded. While the lease
+// lives the dispatch may still be in flight and is left alone. Without
+// this option the claim carries no lease (an in-process ledger: the
+// dispatching process is the worker itself), and only a newer epoch's
+// Reconcile settles a DISPATCHING record. An error from lease is a hold:
+// nothing is claimed.
+func WithDispatchLease(lease func(ctx context.Context) (int64, error)) Option {
+	return func(o *options) error {
+		if lease == nil {
+			return errors.New("nil dispatch lease")
+		}
+		o.dispatchLease = lease
 		return nil
 	}
 }

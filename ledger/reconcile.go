@@ -31,7 +31,10 @@ import (
 //   - inconclusive past the bound: MANUAL_REVIEW.
 //
 // It never mints a new operation id. It leaves DISPATCHING records of g's
-// own epoch alone: their dispatch may still be in flight in this owner.
+// own epoch alone — their dispatch may still be in flight — unless their
+// claim carries a dispatch lease (WithDispatchLease) that has expired: the
+// process that claimed it is gone, and the record is settled as an older
+// epoch's would be.
 // It returns the records it looked at, as they are now.
 func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, error) {
 	const op = "reconcile"
@@ -46,6 +49,13 @@ func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, 
 	for _, rec := range recs {
 		for try := 0; ; try++ {
 			takeover := rec.State == Dispatching && rec.Epoch < g.Epoch
+			if rec.State == Dispatching && rec.Epoch == g.Epoch {
+				// This owner's own dispatch: settled only if the process
+				// that claimed it is gone (its dispatch lease expired).
+				if takeover, err = l.orphaned(ctx, rec); err != nil {
+					return out, err
+				}
+			}
 			if !takeover && rec.State != Unknown {
 				break
 			}
@@ -76,8 +86,12 @@ func (l *Ledger) reconcileOne(ctx context.Context, g coordinator.Grant, rec Reco
 		return out, err
 	}
 	if rec.State == Dispatching {
+		why := "the task has a new owner"
+		if rec.Epoch == g.Epoch {
+			why = fmt.Sprintf("the gateway that claimed it is gone (its dispatch lease %s expired)", coordinator.FormatLeaseID(rec.DispatchLease))
+		}
 		ch := change{to: Unknown, by: StepReconcile,
-			reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; the task has a new owner", rec.Epoch, rec.Owner)}
+			reason: fmt.Sprintf("dispatch claimed by epoch %d (%s) was never recorded; %s", rec.Epoch, rec.Owner, why)}
 		if a := rec.answer(); a != nil {
 			ch.reason = truncate(fmt.Sprintf("dispatch claimed by epoch %d (%s) answered ambiguously after the task got a new owner: %s", rec.Epoch, rec.Owner, a.Reason))
 			ch.evidence = a.Evidence

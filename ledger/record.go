@@ -173,13 +173,14 @@ type Record struct {
 	Precondition   Observation `json:"precondition"`
 
 	ProposedEpoch int64     `json:"proposed_epoch"`
-	Epoch         int64     `json:"epoch"`                  // the epoch that last claimed dispatch; 0 before any
-	Owner         string    `json:"owner,omitempty"`        // the owner of that epoch
-	Attempts      int       `json:"attempts"`               // dispatches claimed (each under the same operation id)
-	DispatchID    string    `json:"dispatch_id,omitempty"`  // unique per claimed dispatch (attempt), never sent to the provider
-	DispatchedAt  time.Time `json:"dispatched_at,omitzero"` // when the dispatch was claimed (the ledger's clock); the call leaves after Precondition, at most WithCallTimeout later
-	Evidence      *Evidence `json:"evidence,omitempty"`     // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
-	Answer        *Answer   `json:"answer,omitempty"`       // an answer to dispatch DispatchID its owner could no longer record; cleared by the next transition
+	Epoch         int64     `json:"epoch"`                    // the epoch that last claimed dispatch; 0 before any
+	Owner         string    `json:"owner,omitempty"`          // the owner of that epoch
+	Attempts      int       `json:"attempts"`                 // dispatches claimed (each under the same operation id)
+	DispatchID    string    `json:"dispatch_id,omitempty"`    // unique per claimed dispatch (attempt), never sent to the provider
+	DispatchLease int64     `json:"dispatch_lease,omitempty"` // the etcd lease of the process running that dispatch (WithDispatchLease); 0: none
+	DispatchedAt  time.Time `json:"dispatched_at,omitzero"`   // when the dispatch was claimed (the ledger's clock); the call leaves after Precondition, at most WithCallTimeout later
+	Evidence      *Evidence `json:"evidence,omitempty"`       // the provider's, for CONFIRMED and FAILED (and what was seen otherwise)
+	Answer        *Answer   `json:"answer,omitempty"`         // an answer to dispatch DispatchID its owner could no longer record; cleared by the next transition
 
 	Seq      int64 `json:"seq"`                // transitions so far; the journal entry of the last one has this number
 	Revision int64 `json:"revision,omitempty"` // etcd ModRevision of the record as read (not stored)

@@ -58,6 +58,9 @@ type Provider struct {
 	// context is done when it returns applies nothing and is ambiguous, as
 	// a real call cut short would be.
 	BeforeApply func(ctx context.Context, operation string)
+	// AfterApply, if set, runs after Apply applied, before it answers: a
+	// test holds an applied call whose answer has not yet come back there.
+	AfterApply func(ctx context.Context, operation string)
 }
 
 // New is a provider whose topology's writer is writer.
@@ -115,7 +118,7 @@ func (a adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, 
 	p, e, operation, epoch := a.p, call.Effect, call.Operation, call.Epoch
 	p.mu.Lock()
 	p.calls = append(p.calls, Call{Kind: a.kind, Target: e.Target, Operation: operation, Epoch: epoch, At: time.Now()})
-	before := p.BeforeApply
+	before, after := p.BeforeApply, p.AfterApply
 	p.mu.Unlock()
 	if before != nil {
 		before(ctx, operation)
@@ -144,6 +147,11 @@ func (a adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, 
 	p.n++
 	id := fmt.Sprintf("%s-%d", a.kind, p.n)
 	p.applied[operation] = id
+	if after != nil {
+		p.mu.Unlock()
+		after(ctx, operation)
+		p.mu.Lock()
+	}
 	return ledger.Evidence{ProviderIDs: []string{id}}, nil
 }
 

@@ -180,8 +180,10 @@ type WorkerServiceClient interface {
 	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
 	// ListRecords reads the records of a task.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
-	// Reconcile settles the task's DISPATCHING records of older epochs and its
-	// UNKNOWN records against their providers: what a new owner runs first.
+	// Reconcile settles the task's DISPATCHING records of older epochs (and
+	// of the caller's own epoch whose claiming gateway replica is gone: its
+	// dispatch lease expired) and its UNKNOWN records against their
+	// providers: what a new owner runs first.
 	Reconcile(context.Context, *v1.ReconcileRequest) (*v1.ReconcileResponse, error)
 }
 
@@ -533,8 +535,10 @@ type WorkerServiceHandler interface {
 	GetRecord(context.Context, *v1.GetRecordRequest) (*v1.GetRecordResponse, error)
 	// ListRecords reads the records of a task.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
-	// Reconcile settles the task's DISPATCHING records of older epochs and its
-	// UNKNOWN records against their providers: what a new owner runs first.
+	// Reconcile settles the task's DISPATCHING records of older epochs (and
+	// of the caller's own epoch whose claiming gateway replica is gone: its
+	// dispatch lease expired) and its UNKNOWN records against their
+	// providers: what a new owner runs first.
 	Reconcile(context.Context, *v1.ReconcileRequest) (*v1.ReconcileResponse, error)
 }
 

@@ -2215,8 +2215,10 @@ export const WorkerService: GenService<{
     output: typeof ListRecordsResponseSchema;
   },
   /**
-   * Reconcile settles the task's DISPATCHING records of older epochs and its
-   * UNKNOWN records against their providers: what a new owner runs first.
+   * Reconcile settles the task's DISPATCHING records of older epochs (and
+   * of the caller's own epoch whose claiming gateway replica is gone: its
+   * dispatch lease expired) and its UNKNOWN records against their
+   * providers: what a new owner runs first.
    *
    * @generated from rpc leasegate.v1.WorkerService.Reconcile
    */
