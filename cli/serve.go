@@ -104,6 +104,7 @@ type servePlan struct {
 	// etcd's client TLS and password from --config's files (nil, "": none).
 	etcdTLS      *tls.Config
 	etcdPassword string
+	policy       *gateway.Policy // policy_file's; nil: none
 }
 
 func runServe(c *cli.Context) error {
@@ -158,10 +159,18 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := gateway.New(co, gateway.WithLogger(glg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
-		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp))
+	gopts := []gateway.Option{gateway.WithLogger(glg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
+		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp)}
+	if plan.policy != nil {
+		gopts = append(gopts, gateway.WithPolicy(plan.policy))
+	}
+	srv, err := gateway.New(co, gopts...)
 	if err != nil {
 		return err
+	}
+	if plan.policy != nil {
+		go plan.policy.Watch(c.Context, gateway.PolicyReloadInterval) // ends with the command's context
+		lg.Info("policy", zap.String("policy", plan.policy.Current()), zap.String("file", plan.cfg.PolicyFile))
 	}
 	con, err := console.New(srv, console.WithLogger(glg), console.WithActionKey(console.ActionKey(plan.key)))
 	if err != nil {
@@ -380,6 +389,11 @@ func planConfig(op, path string) (servePlan, error) {
 		}
 		if p.etcdPassword, err = secretfile.Line("etcd password file", cfg.Etcd.PasswordFile); err != nil {
 			return bad("etcd.password_file", err)
+		}
+	}
+	if cfg.PolicyFile != "" {
+		if p.policy, err = gateway.LoadPolicy(cfg.PolicyFile); err != nil {
+			return bad("policy_file", err)
 		}
 	}
 	if p.adapters, err = cfg.NewAdapters(); err != nil {

@@ -56,6 +56,12 @@ type Config struct {
 	Identities []Identity `json:"identities"`
 	// Adapters names the provider adapters to serve, by kind.
 	Adapters []AdapterConfig `json:"adapters"`
+	// PolicyFile, if set, holds the deployment's current policy
+	// (PolicyFile: {"version": …, "rules": …}), reread when it changes
+	// (every PolicyReloadInterval): proposals are recorded under it,
+	// approvals given under it, and nothing approved under another is
+	// dispatched.
+	PolicyFile string `json:"policy_file,omitempty"`
 	// OTLPEndpoint, if set, exports traces there (OTLP over gRPC).
 	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
 }

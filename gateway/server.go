@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -68,6 +69,7 @@ type options struct {
 	tp              trace.TracerProvider
 	callTimeout     time.Duration
 	dispatchTTL     time.Duration
+	policy          *Policy
 }
 
 // Option configures New.
@@ -229,6 +231,11 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 	}
 	dl := &dispatchLease{cli: c.Client(), ttl: o.dispatchTTL, lg: s.lg}
 	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg), ledger.WithDispatchLease(dl.get)}
+	if o.policy != nil {
+		p := o.policy
+		p.lg = s.lg.Named("policy")
+		ledOpts = append(ledOpts, ledger.WithPolicy(func(context.Context, ledger.Effect) (string, error) { return p.Current(), nil }))
+	}
 	if o.reg != nil {
 		ledOpts = append(ledOpts, ledger.WithMetrics(o.reg)) // the ledger's own metrics, beside the gateway's
 	}

@@ -255,6 +255,9 @@ func (w workers) Propose(ctx context.Context, req *leasegatev1.ProposeRequest) (
 		return nil, ConnectError(err)
 	}
 	e, err := wire.EffectFromProto(op, req.GetEffect())
+	if err == nil {
+		e, err = w.s.proposedUnder(op, e)
+	}
 	if err != nil {
 		return nil, ConnectError(err)
 	}

@@ -124,13 +124,13 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 		if !ok {
 			return rec, nil, coordinator.Invalid(op, "no adapter for effect kind %q", rec.Effect.Kind)
 		}
-		lapse, err := l.lapsed(ctx, rec)
+		lapse, cur, err := l.lapsed(ctx, rec)
 		if err != nil {
 			return rec, nil, err
 		}
 		var out Record
 		if lapse != "" {
-			out, err = l.transition(ctx, g, rec, change{to: Proposed, by: StepExpire, reason: truncate(lapse + "; approve it again"),
+			out, err = l.transition(ctx, g, rec, change{to: Proposed, by: StepExpire, reason: truncate(lapse + "; approve it again"), policy: cur,
 				mutate: func(r *Record) { r.Approval, r.ApprovalDigest, r.AuthorizedAt = nil, "", time.Time{} }})
 		} else {
 			var lease int64
@@ -138,7 +138,7 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 				return rec, nil, err
 			}
 			at, id := l.now().UTC(), uuid.NewString()
-			out, err = l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch, reason: "dispatch claimed",
+			out, err = l.persist(ctx, g, rec, change{to: Dispatching, by: StepDispatch, reason: "dispatch claimed", policy: cur,
 				mutate: func(r *Record) {
 					r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID, r.DispatchLease = g.Epoch, g.Owner, r.Attempts+1, at, id, lease
 				}}, "claim not recorded; retrying")
@@ -189,23 +189,23 @@ func (l *Ledger) orphaned(ctx context.Context, rec Record) (bool, error) {
 
 // lapsed says why rec's approval no longer authorizes a dispatch ("" if it
 // does): older than the approval validity, or given under a policy version
-// that is not the current one. A policy source that cannot answer is a
-// hold.
-func (l *Ledger) lapsed(ctx context.Context, rec Record) (string, error) {
+// that is not the current one (cur, returned too when it was read). A
+// policy source that cannot answer is a hold.
+func (l *Ledger) lapsed(ctx context.Context, rec Record) (string, string, error) {
 	if rec.Approval == nil {
-		return "no approval is recorded", nil
+		return "no approval is recorded", "", nil
 	}
 	if expires := rec.AuthorizedAt.Add(l.validity); !l.now().Before(expires) {
-		return fmt.Sprintf("the approval by %s (recorded %s) expired at %s", rec.Approval.Approver, stamp(rec.AuthorizedAt), stamp(expires)), nil
+		return fmt.Sprintf("the approval by %s (recorded %s) expired at %s", rec.Approval.Approver, stamp(rec.AuthorizedAt), stamp(expires)), "", nil
 	}
 	cur, err := l.currentPolicy(ctx, rec)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if cur != rec.Approval.Policy {
-		return fmt.Sprintf("the policy changed since the approval: approved under %q, now %q", rec.Approval.Policy, cur), nil
+		return fmt.Sprintf("the policy changed since the approval: approved under %q, now %q", rec.Approval.Policy, cur), cur, nil
 	}
-	return "", nil
+	return "", cur, nil
 }
 
 // currentPolicy is the current policy version of rec's effect (WithPolicy;

@@ -107,7 +107,8 @@ type Transition struct {
 	Reason    string    `json:"reason"`
 	Evidence  *Evidence `json:"evidence,omitempty"`
 	Approver  string    `json:"approver,omitempty"`
-	At        time.Time `json:"at"` // the writer's clock: informative only
+	Policy    string    `json:"policy,omitempty"` // the policy it ran under: the current one it checked, else its approval's, else its proposal's
+	At        time.Time `json:"at"`               // the writer's clock: informative only
 	Revision  int64     `json:"revision"`
 }
 
@@ -118,6 +119,7 @@ type change struct {
 	reason   string
 	evidence *Evidence
 	approver string
+	policy   string          // the current policy it checked, if it checked one
 	mutate   func(r *Record) // further fields of the new record
 }
 
@@ -163,9 +165,17 @@ func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []c
 	if ch.mutate != nil {
 		ch.mutate(&next)
 	}
+	policy := ch.policy
+	switch {
+	case policy != "":
+	case next.Approval != nil:
+		policy = next.Approval.Policy
+	default:
+		policy = next.Effect.Policy
+	}
 	entry := Transition{Tenant: g.Tenant, Task: g.Task, Operation: rec.Operation, Seq: next.Seq,
 		From: rec.State, To: ch.to, By: ch.by, Epoch: g.Epoch, Owner: g.Owner, Reason: ch.reason,
-		Evidence: ch.evidence, Approver: ch.approver, At: l.now().UTC()}
+		Evidence: ch.evidence, Approver: ch.approver, Policy: policy, At: l.now().UTC()}
 	recValue, err := json.Marshal(next)
 	if err != nil {
 		return "", nil, rec, coordinator.Invalid(op, "record: %v", err)

@@ -148,7 +148,7 @@ func RecordsToProto(rs []ledger.Record) []*leasegatev1.EffectRecord {
 
 func TransitionToProto(t ledger.Transition) *leasegatev1.Transition {
 	return &leasegatev1.Transition{Seq: t.Seq, From: string(t.From), To: string(t.To), By: string(t.By), Epoch: t.Epoch,
-		Owner: t.Owner, Reason: t.Reason, Evidence: EvidenceToProto(t.Evidence), Approver: t.Approver, At: TS(t.At), Revision: t.Revision}
+		Owner: t.Owner, Reason: t.Reason, Evidence: EvidenceToProto(t.Evidence), Approver: t.Approver, At: TS(t.At), Revision: t.Revision, Policy: t.Policy}
 }
 
 // The other direction: the API's messages back to the Go API's values, for
@@ -238,7 +238,7 @@ func TransitionFromProto(rec ledger.Record, p *leasegatev1.Transition) ledger.Tr
 	return ledger.Transition{Tenant: rec.Tenant, Task: rec.Task, Operation: rec.Operation, Seq: p.GetSeq(),
 		From: ledger.State(p.GetFrom()), To: ledger.State(p.GetTo()), By: ledger.Step(p.GetBy()), Epoch: p.GetEpoch(),
 		Owner: p.GetOwner(), Reason: p.GetReason(), Evidence: evidenceFrom(p.GetEvidence()), Approver: p.GetApprover(),
-		At: TSFrom(p.GetAt()), Revision: p.GetRevision()}
+		At: TSFrom(p.GetAt()), Revision: p.GetRevision(), Policy: p.GetPolicy()}
 }
 
 // ErrorFromRefusal is the *coordinator.Error a Refusal describes, cause

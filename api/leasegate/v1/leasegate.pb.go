@@ -2401,18 +2401,21 @@ func (x *Answer) GetAt() *timestamppb.Timestamp {
 
 // Transition is one journal entry of an operation.
 type Transition struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
-	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
-	By            string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
-	Epoch         int64                  `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Owner         string                 `protobuf:"bytes,6,opt,name=owner,proto3" json:"owner,omitempty"`
-	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
-	Evidence      *Evidence              `protobuf:"bytes,8,opt,name=evidence,proto3" json:"evidence,omitempty"`
-	Approver      string                 `protobuf:"bytes,9,opt,name=approver,proto3" json:"approver,omitempty"`
-	At            *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
-	Revision      int64                  `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Seq      int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	From     string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To       string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	By       string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	Epoch    int64                  `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Owner    string                 `protobuf:"bytes,6,opt,name=owner,proto3" json:"owner,omitempty"`
+	Reason   string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Evidence *Evidence              `protobuf:"bytes,8,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	Approver string                 `protobuf:"bytes,9,opt,name=approver,proto3" json:"approver,omitempty"`
+	At       *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	Revision int64                  `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The policy the transition ran under: the current one it checked
+	// (a dispatch, an expiry), else its approval's, else its proposal's.
+	Policy        string `protobuf:"bytes,12,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2522,6 +2525,13 @@ func (x *Transition) GetRevision() int64 {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *Transition) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
 }
 
 type ProposeRequest struct {
@@ -4380,7 +4390,7 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\tR\x02to\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x122\n" +
 	"\bevidence\x18\x06 \x01(\v2\x16.leasegate.v1.EvidenceR\bevidence\x12*\n" +
-	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xae\x02\n" +
+	"\x02at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xc6\x02\n" +
 	"\n" +
 	"Transition\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n" +
@@ -4394,7 +4404,8 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\bapprover\x18\t \x01(\tR\bapprover\x12*\n" +
 	"\x02at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1a\n" +
-	"\brevision\x18\v \x01(\x03R\brevision\"\xc6\x01\n" +
+	"\brevision\x18\v \x01(\x03R\brevision\x12\x16\n" +
+	"\x06policy\x18\f \x01(\tR\x06policy\"\xc6\x01\n" +
 	"\x0eProposeRequest\x12)\n" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\x12,\n" +
