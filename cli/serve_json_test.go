@@ -88,7 +88,7 @@ func (j *jsonCaller) raw(who, path, contentType, body string, header ...string) 
 
 // What changes from one run to the next becomes a placeholder: tokens,
 // leases, revisions and epochs, times, the realm.
-var varying = regexp.MustCompile(`"(token|sessionToken|lease|realm|revision|epoch|fenceEpoch|proposedEpoch|at|observedAt|deadline|authorizedAt|dispatchedAt|dispatchId|stopWithin|ttlLeftSeconds|grantedTtlSeconds|clusterId|raftIndex|approvalDigest)":("[^"]*"|-?[0-9]+)`)
+var varying = regexp.MustCompile(`"(token|sessionToken|lease|realm|revision|epoch|fenceEpoch|proposedEpoch|at|observedAt|deadline|authorizedAt|dispatchedAt|dispatchId|dispatchLease|stopWithin|ttlLeftSeconds|grantedTtlSeconds|clusterId|raftIndex|approvalDigest)":("[^"]*"|-?[0-9]+)`)
 
 var refusalBytes = regexp.MustCompile(`("type":"leasegate.v1.Refusal","value":)"[^"]*"`)
 
@@ -153,7 +153,9 @@ func TestTheJSONWalkthrough(t *testing.T) {
 	j.call("worker", "WorkerService/GetRecord", `{"tenant":"demo","task":"checkout","operation":"dns-1"}`, 200)
 	j.call("worker", "WorkerService/ListRecords", `{"tenant":"demo","task":"checkout","state":"PROPOSED"}`, 200)
 
-	fmt.Fprintf(j.doc, "## The approver\n\nAn approver approves the exact digests it read (its own certificate: a worker cannot).\n\n")
+	fmt.Fprintf(j.doc, "## The approver\n\nAn approver reads the record through its own service (the effect, its parameters and their digest, the precondition and when it was observed: docs/ledger.md, \"The effect digest\", says how to recompute the digest), then approves the exact digests it read (its own certificate: a worker cannot).\n\n")
+	j.call("approver", "ApproverService/ListRecords", `{"tenant":"demo","task":"checkout","state":"PROPOSED"}`, 200)
+	j.call("approver", "ApproverService/GetRecord", `{"tenant":"demo","task":"checkout","operation":"dns-1"}`, 200)
 	j.call("approver", "ApproverService/Authorize", fmt.Sprintf(`{"tenant":"demo","task":"checkout","operation":"dns-1","paramsDigest":%q,"preconditionDigest":%q,"note":"checked the evidence"}`,
 		rec["paramsDigest"], at(rec, "precondition", "digest")), 200)
 
@@ -164,6 +166,8 @@ func TestTheJSONWalkthrough(t *testing.T) {
 	j.call("approver", "ApproverService/Reject", `{"tenant":"demo","task":"checkout","operation":"dns-2","reason":"not during the freeze"}`, 200)
 
 	fmt.Fprintf(j.doc, "## The operator\n\n")
+	j.call("operator", "OperatorService/ListRecords", `{"tenant":"demo","task":"checkout"}`, 200)
+	j.call("operator", "OperatorService/GetRecord", `{"tenant":"demo","task":"checkout","operation":"dns-1"}`, 200)
 	j.call("operator", "OperatorService/ShowRealm", `{}`, 200)
 	j.call("operator", "OperatorService/ListLeases", `{}`, 200)
 	j.call("operator", "OperatorService/ShowLease", `{"lease":"`+lease+`"}`, 200)

@@ -146,7 +146,8 @@ func (o operators) ListLeases(ctx context.Context, _ *leasegatev1.ListLeasesRequ
 
 // ShowLease shows one lease to an operator of every tenant it holds a task
 // of: an operator of some tenants is refused a lease that also holds
-// another tenant's task (and is told no more of it).
+// another tenant's task (and is told no more of it), and a lease that holds
+// no task, whose tenant nothing shows.
 func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequest) (*leasegatev1.ShowLeaseResponse, error) {
 	const op = "lease show"
 	id, err := coordinator.ParseLeaseID(req.GetLease())
@@ -158,6 +159,13 @@ func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequ
 		return nil, ConnectError(err)
 	}
 	caller := callerOf(ctx)
+	if len(li.Tasks) == 0 {
+		// A lease that holds no task names no tenant: its owner label is
+		// for an operator of all tenants only.
+		if err := allTenants(ctx, op); err != nil {
+			return nil, ConnectError(err)
+		}
+	}
 	for _, t := range li.Tasks {
 		if !caller.Serves(t.Tenant) {
 			return nil, ConnectError(refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,

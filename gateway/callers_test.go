@@ -53,6 +53,8 @@ func TestEveryProcedureRefusesAHostileCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A session of worker-a's that holds no task: its lease names no tenant.
+	idle := w.session(wa, 30*time.Second)
 	so := w.session(w.client(r, "worker-other"), 30*time.Second)
 	gOther := claim(t, so, otherTenant, "task-x")
 
@@ -365,6 +367,10 @@ func TestEveryProcedureRefusesAHostileCaller(t *testing.T) {
 		}},
 		{leasegatev1connect.OperatorServiceShowLeaseProcedure, "of another tenant's lease", denied, func(ctx context.Context) error {
 			_, err := op("operator-b").ShowLease(ctx, &leasegatev1.ShowLeaseRequest{Lease: lease})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceShowLeaseProcedure, "of a lease holding no task, by an operator of some tenants", denied, func(ctx context.Context) error {
+			_, err := op("operator-b").ShowLease(ctx, &leasegatev1.ShowLeaseRequest{Lease: coordinator.FormatLeaseID(idle.Lease())})
 			return asRefusal(err)
 		}},
 		{leasegatev1connect.OperatorServiceShowRealmProcedure, "by a worker", denied, func(ctx context.Context) error {

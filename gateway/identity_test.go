@@ -251,3 +251,23 @@ func TestDecisionsRecordTheCallersCertificateIdentity(t *testing.T) {
 		t.Fatalf("the resolution's journal entry %+v does not name the operator %s", tr, w.certs.IDs["operator"])
 	}
 }
+
+// A grant forged with a later epoch than the authority published is
+// stale_owner, and its detail names both ways it can come about — forged,
+// or a keyspace restored from before it — not only the restore.
+func TestAGrantOfAnUnpublishedEpochIsNamedForgedOrRestored(t *testing.T) {
+	w := newWorld(t)
+	r := w.replica()
+	wa := w.client(r, "worker-a")
+	g := claim(t, w.session(wa, 30*time.Second), tenant, "task-1")
+	forged := g
+	forged.Epoch++
+	var err error
+	lgtest.WritesNothing(t, w.etcd, coordinator.DefaultPrefix, "a forged later epoch", func() {
+		_, err = wa.Commit(lgtest.Ctx(t), forged, fencedtxn.Intent{Tenant: tenant, Task: "task-1", Operation: "c-1", Value: []byte("x")})
+	})
+	lgtest.Want(t, err, coordinator.StaleOwner)
+	if msg := err.Error(); !strings.Contains(msg, "forged") || !strings.Contains(msg, "restored from a snapshot") {
+		t.Fatalf("refusal %q: want it to name a forged grant and a restored keyspace", msg)
+	}
+}

@@ -431,7 +431,10 @@ func (a *Adapter) said(what string) ledger.Evidence {
 
 // Observe asks the service. With a lookup: the first answer under the
 // key — 2xx Applied, another status NotApplied (it refused), 404
-// NotApplied (never received), 409 Pending (still processing). Without
+// NotApplied (never received), 409 Pending (still processing). The lookup
+// answers 200 with {"status": <the first answer's HTTP status>,
+// "response": <its body>}; the evidence's provider ids are the body's
+// "change" and "id", or, when it has neither, "Idempotency-Key <key>". Without
 // one, the resource itself: its fields equal to the body's, Applied; the
 // approved ETag still, NotApplied; otherwise Inconclusive.
 func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
@@ -477,6 +480,11 @@ func (a *Adapter) lookupKey(ctx context.Context, key string) (ledger.Outcome, le
 		}
 		ev := a.answer(first.Status, "", first.Response)
 		if first.Status >= 200 && first.Status < 300 {
+			if len(ev.ProviderIDs) == 0 {
+				// The service's record of the request is the one under
+				// this key: name it, so the evidence says whose answer it is.
+				ev.ProviderIDs = []string{"Idempotency-Key " + key}
+			}
 			return ledger.Applied, ev, nil
 		}
 		return ledger.NotApplied, ev, nil

@@ -84,7 +84,7 @@ func (s *Store) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error {
 		return refuse(StaleOwner, "a newer grant owns the task: the fence is at epoch %d, after the grant's epoch %d", fence.ModRevision, g.Epoch)
 	case fence.ModRevision < g.Epoch:
 		return refuse(StaleOwner, "the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant "+
-			"(restored from a snapshot taken before it, or another cluster)", fence.ModRevision, g.Epoch)
+			"(it was forged, or the keyspace was restored from a snapshot taken before it was granted, or is another cluster's)", fence.ModRevision, g.Epoch)
 	}
 	var fr FenceRecord
 	if err := json.Unmarshal(fence.Value, &fr); err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {

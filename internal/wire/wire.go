@@ -127,6 +127,9 @@ func RecordToProto(r ledger.Record) *leasegatev1.EffectRecord {
 		ProposedEpoch: r.ProposedEpoch, Epoch: r.Epoch, Owner: r.Owner, Attempts: int64(r.Attempts), DispatchId: r.DispatchID,
 		DispatchedAt: TS(r.DispatchedAt), Evidence: EvidenceToProto(r.Evidence), Seq: r.Seq, Revision: r.Revision,
 		AuthorizedAt: TS(r.AuthorizedAt)}
+	if r.DispatchLease != 0 {
+		out.DispatchLease = coordinator.FormatLeaseID(r.DispatchLease)
+	}
 	if a := r.Answer; a != nil {
 		out.Answer = &leasegatev1.Answer{DispatchId: a.DispatchID, Epoch: a.Epoch, Owner: a.Owner, To: string(a.To), Reason: a.Reason,
 			Evidence: EvidenceToProto(a.Evidence), At: TS(a.At)}
@@ -213,6 +216,9 @@ func RecordFromProto(p *leasegatev1.EffectRecord) ledger.Record {
 		ProposedEpoch: p.GetProposedEpoch(), Epoch: p.GetEpoch(), Owner: p.GetOwner(), Attempts: int(p.GetAttempts()),
 		DispatchID: p.GetDispatchId(), DispatchedAt: TSFrom(p.GetDispatchedAt()), Evidence: evidenceFrom(p.GetEvidence()),
 		Seq: p.GetSeq(), Revision: p.GetRevision(), AuthorizedAt: TSFrom(p.GetAuthorizedAt())}
+	if l := p.GetDispatchLease(); l != "" {
+		r.DispatchLease, _ = coordinator.ParseLeaseID(l) // a malformed one reads as none: it only informs
+	}
 	if a := p.GetAnswer(); a != nil {
 		r.Answer = &ledger.Answer{DispatchID: a.GetDispatchId(), Epoch: a.GetEpoch(), Owner: a.GetOwner(), To: ledger.State(a.GetTo()),
 			Reason: a.GetReason(), Evidence: evidenceFrom(a.GetEvidence()), At: TSFrom(a.GetAt())}

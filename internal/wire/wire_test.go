@@ -45,7 +45,7 @@ func TestValuesSurviveTheHop(t *testing.T) {
 		ParamsDigest: "pd", Approval: &ledger.Approval{Approver: "imani", ParamsDigest: "pd", PreconditionDigest: "wd", Policy: "p7", At: at, Note: "n"},
 		ApprovalDigest: "ad", AuthorizedAt: at.Add(time.Second),
 		Precondition:  ledger.Observation{Digest: "wd", At: at, Detail: json.RawMessage(`{"writer":"db-a"}`)},
-		ProposedEpoch: 3, Epoch: 4, Owner: "w1", Attempts: 2, DispatchID: "d-1", DispatchedAt: at.Add(2 * time.Second), Evidence: ev,
+		ProposedEpoch: 3, Epoch: 4, Owner: "w1", Attempts: 2, DispatchID: "d-1", DispatchLease: 0x694d7c7e0c1f4a02, DispatchedAt: at.Add(2 * time.Second), Evidence: ev,
 		Answer: &ledger.Answer{DispatchID: "d-1", Epoch: 4, Owner: "w1", To: ledger.Confirmed, Reason: "r", Evidence: ev, At: at},
 		Seq:    5, Revision: 9}
 	if z := zeroFields(reflect.ValueOf(rec), "Record"); len(z) > 0 {

@@ -118,7 +118,7 @@ var indepMutations = []Mutation{
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
 		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})"),
 	ind("checkguard/fence-older-unnamed", storeGuardGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
-		"\tcase fence.ModRevision < g.Epoch:\n\t\treturn refuse(StaleOwner, \"the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant \"+\n\t\t\t\"(restored from a snapshot taken before it, or another cluster)\", fence.ModRevision, g.Epoch)\n", ""),
+		"\tcase fence.ModRevision < g.Epoch:\n\t\treturn refuse(StaleOwner, \"the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant \"+\n\t\t\t\"(it was forged, or the keyspace was restored from a snapshot taken before it was granted, or is another cluster's)\", fence.ModRevision, g.Epoch)\n", ""),
 	ind("checkguard/fence-lease-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's lease with the grant's: an impostor of a released grant's epoch reads as expired",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Owner != g.Owner {`),
 

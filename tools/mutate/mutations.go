@@ -314,7 +314,7 @@ var mutations = []Mutation{
 		`return (d == coordinator.VersionConflict || d == coordinator.IllegalTransition) && out.Revision != rec.Revision`, `return false && d == coordinator.VersionConflict && out.Revision != rec.Revision`,
 		run("./ledger", "TestStaleHintIsDecidedAgain"), ledgerPkg),
 	mut("gateway/withdrawal-keeps-claim", gatewayGo, "a withdrawn claim keeps the dispatch's epoch, attempt and id though nothing was sent",
-		"r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID", "_ = prev",
+		"r.Epoch, r.Owner, r.Attempts, r.DispatchedAt, r.DispatchID, r.DispatchLease = prev.Epoch, prev.Owner, prev.Attempts, prev.DispatchedAt, prev.DispatchID, prev.DispatchLease", "_ = prev",
 		run("./ledger", "TestUnobservableWorldWithdrawsTheClaim"), ledgerPkg),
 	mut("gateway/persist-real-timer", gatewayGo, "persist waits through the real timer, not the injected WithSleep",
 		`slept := l.sleep(rctx, wait)`, `slept := sleepTimer(rctx, wait)`,

@@ -2128,7 +2128,11 @@ type EffectRecord struct {
 	AuthorizedAt *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=authorized_at,json=authorizedAt,proto3" json:"authorized_at,omitempty"`
 	// An answer to dispatch dispatch_id that its owner could no longer
 	// record; the next owner's Reconcile settles the record from it.
-	Answer        *Answer `protobuf:"bytes,20,opt,name=answer,proto3" json:"answer,omitempty"`
+	Answer *Answer `protobuf:"bytes,20,opt,name=answer,proto3" json:"answer,omitempty"`
+	// The lease (hex) of the gateway replica that claimed dispatch
+	// dispatch_id; once etcd shows it expired, the owner's retry or
+	// Reconcile settles a record left DISPATCHING. Empty: none.
+	DispatchLease string `protobuf:"bytes,21,opt,name=dispatch_lease,json=dispatchLease,proto3" json:"dispatch_lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2301,6 +2305,13 @@ func (x *EffectRecord) GetAnswer() *Answer {
 		return x.Answer
 	}
 	return nil
+}
+
+func (x *EffectRecord) GetDispatchLease() string {
+	if x != nil {
+		return x.DispatchLease
+	}
+	return ""
 }
 
 // Answer is a provider's answer to one dispatch, kept on its record
@@ -4358,7 +4369,7 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x13precondition_digest\x18\x03 \x01(\tR\x12preconditionDigest\x12*\n" +
 	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04note\x18\x05 \x01(\tR\x04note\x12\x16\n" +
-	"\x06policy\x18\x06 \x01(\tR\x06policy\"\xff\x05\n" +
+	"\x06policy\x18\x06 \x01(\tR\x06policy\"\xa6\x06\n" +
 	"\fEffectRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
@@ -4381,7 +4392,8 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x03seq\x18\x11 \x01(\x03R\x03seq\x12\x1a\n" +
 	"\brevision\x18\x12 \x01(\x03R\brevision\x12?\n" +
 	"\rauthorized_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fauthorizedAt\x12,\n" +
-	"\x06answer\x18\x14 \x01(\v2\x14.leasegate.v1.AnswerR\x06answer\"\xdd\x01\n" +
+	"\x06answer\x18\x14 \x01(\v2\x14.leasegate.v1.AnswerR\x06answer\x12%\n" +
+	"\x0edispatch_lease\x18\x15 \x01(\tR\rdispatchLease\"\xdd\x01\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\x12\x14\n" +
