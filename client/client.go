@@ -57,14 +57,18 @@ type Client struct {
 	workers   leasegatev1connect.WorkerServiceClient
 	approvers leasegatev1connect.ApproverServiceClient
 	operators leasegatev1connect.OperatorServiceClient
-	reads     recordReader // the service Record and List read through (WithReadsAs)
+	reads     reader // the service the reads go through (WithReadsAs)
 	http      *http.Client
 }
 
-// recordReader is the reads every service serves to its own role.
-type recordReader interface {
+// reader is the reads every service serves to its own role: records and
+// tasks.
+type reader interface {
 	GetRecord(context.Context, *leasegatev1.GetRecordRequest) (*leasegatev1.GetRecordResponse, error)
 	ListRecords(context.Context, *leasegatev1.ListRecordsRequest) (*leasegatev1.ListRecordsResponse, error)
+	ListTasks(context.Context, *leasegatev1.ListTasksRequest) (*leasegatev1.ListTasksResponse, error)
+	GetOwnership(context.Context, *leasegatev1.GetOwnershipRequest) (*leasegatev1.GetOwnershipResponse, error)
+	WatchOwnership(context.Context, *leasegatev1.WatchOwnershipRequest) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error)
 }
 
 type options struct {
@@ -81,10 +85,11 @@ func WithGRPC() Option {
 	return func(o *options) error { o.grpc = true; return nil }
 }
 
-// WithReadsAs makes Record and List read through the service of role
-// ("worker", the default; "approver" or "operator"): each service serves
-// them to its own role, so a client holding an approver's or an
-// operator's certificate reads records through its own.
+// WithReadsAs makes the reads — Record, List, Tasks, Owner and Watch — go
+// through the service of role ("worker", the default; "approver" or
+// "operator"): each service serves them to its own role, so a client
+// holding an approver's or an operator's certificate reads records and
+// tasks through its own.
 func WithReadsAs(role string) Option {
 	return func(o *options) error {
 		switch role {
@@ -290,7 +295,7 @@ func (c *Client) Renew(ctx context.Context, g coordinator.Grant) error {
 // Tasks lists the tasks of tenant (of every tenant, for an identity of all
 // tenants), owned or not, at one revision.
 func (c *Client) Tasks(ctx context.Context, tenant string) ([]coordinator.Ownership, error) {
-	resp, err := call(ctx, "list", false, c.workers.ListTasks, &leasegatev1.ListTasksRequest{Tenant: tenant})
+	resp, err := call(ctx, "list", false, c.reads.ListTasks, &leasegatev1.ListTasksRequest{Tenant: tenant})
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +308,7 @@ func (c *Client) Tasks(ctx context.Context, tenant string) ([]coordinator.Owners
 
 // Owner reads a task's ownership.
 func (c *Client) Owner(ctx context.Context, tenant, task string) (coordinator.Ownership, error) {
-	resp, err := call(ctx, "owner", false, c.workers.GetOwnership, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: task})
+	resp, err := call(ctx, "owner", false, c.reads.GetOwnership, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: task})
 	if err != nil {
 		return coordinator.Ownership{}, err
 	}
@@ -520,7 +525,7 @@ func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.Ow
 	if err := ctx.Err(); err != nil {
 		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
 	}
-	stream, err := c.workers.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: o.synced != nil})
+	stream, err := c.reads.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: o.synced != nil})
 	if err != nil {
 		return classify(op, false, true, err)
 	}

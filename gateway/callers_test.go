@@ -137,6 +137,20 @@ func TestEveryProcedureRefusesAHostileCaller(t *testing.T) {
 			return asRefusal(stream.Err())
 		}
 	}
+	// watchOf is watch through another service's client.
+	watchOf := func(start func(context.Context) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error)) func(context.Context) error {
+		return func(ctx context.Context) error {
+			stream, err := start(ctx)
+			if err != nil {
+				return asRefusal(err)
+			}
+			defer stream.Close()
+			if stream.Receive() {
+				return nil
+			}
+			return asRefusal(stream.Err())
+		}
+	}
 
 	rows := []hostile{
 		{leasegatev1connect.WorkerServiceOpenSessionProcedure, "without a certificate", coordinator.Unauthenticated, func(ctx context.Context) error {
@@ -328,6 +342,54 @@ func TestEveryProcedureRefusesAHostileCaller(t *testing.T) {
 			_, err := op("operator-b").ListRecords(ctx, &leasegatev1.ListRecordsRequest{Tenant: tenant, Task: "task-1"})
 			return asRefusal(err)
 		}},
+		{leasegatev1connect.ApproverServiceListTasksProcedure, "by a worker", denied, func(ctx context.Context) error {
+			_, err := ap("worker-a").ListTasks(ctx, &leasegatev1.ListTasksRequest{Tenant: tenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceListTasksProcedure, "in another tenant", denied, func(ctx context.Context) error {
+			_, err := ap("approver").ListTasks(ctx, &leasegatev1.ListTasksRequest{Tenant: otherTenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceListTasksProcedure, "of every tenant, by an approver of one", invalid, func(ctx context.Context) error {
+			_, err := ap("approver").ListTasks(ctx, &leasegatev1.ListTasksRequest{})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceGetOwnershipProcedure, "by an operator", denied, func(ctx context.Context) error {
+			_, err := ap("operator").GetOwnership(ctx, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: "task-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceGetOwnershipProcedure, "in another tenant", denied, func(ctx context.Context) error {
+			_, err := ap("approver").GetOwnership(ctx, &leasegatev1.GetOwnershipRequest{Tenant: otherTenant, Task: "task-x"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.ApproverServiceWatchOwnershipProcedure, "by a worker", denied, watchOf(func(ctx context.Context) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error) {
+			return ap("worker-a").WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: true})
+		})},
+		{leasegatev1connect.ApproverServiceWatchOwnershipProcedure, "in another tenant", denied, watchOf(func(ctx context.Context) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error) {
+			return ap("approver").WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: otherTenant, MarkSynced: true})
+		})},
+		{leasegatev1connect.OperatorServiceListTasksProcedure, "by an approver", denied, func(ctx context.Context) error {
+			_, err := op("approver").ListTasks(ctx, &leasegatev1.ListTasksRequest{Tenant: tenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceListTasksProcedure, "by an operator of another tenant", denied, func(ctx context.Context) error {
+			_, err := op("operator-b").ListTasks(ctx, &leasegatev1.ListTasksRequest{Tenant: tenant})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceGetOwnershipProcedure, "by a worker", denied, func(ctx context.Context) error {
+			_, err := op("worker-a").GetOwnership(ctx, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: "task-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceGetOwnershipProcedure, "by an operator of another tenant", denied, func(ctx context.Context) error {
+			_, err := op("operator-b").GetOwnership(ctx, &leasegatev1.GetOwnershipRequest{Tenant: tenant, Task: "task-1"})
+			return asRefusal(err)
+		}},
+		{leasegatev1connect.OperatorServiceWatchOwnershipProcedure, "by a worker", denied, watchOf(func(ctx context.Context) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error) {
+			return op("worker-a").WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: true})
+		})},
+		{leasegatev1connect.OperatorServiceWatchOwnershipProcedure, "by an operator of another tenant", denied, watchOf(func(ctx context.Context) (*connect.ServerStreamForClient[leasegatev1.WatchOwnershipResponse], error) {
+			return op("operator-b").WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: true})
+		})},
 
 		{leasegatev1connect.OperatorServiceResolveProcedure, "by a worker", denied, func(ctx context.Context) error {
 			_, err := op("worker-a").Resolve(ctx, resolve)

@@ -4537,15 +4537,21 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\bDispatch\x12\x1d.leasegate.v1.DispatchRequest\x1a\x1e.leasegate.v1.DispatchResponse\x12L\n" +
 	"\tGetRecord\x12\x1e.leasegate.v1.GetRecordRequest\x1a\x1f.leasegate.v1.GetRecordResponse\x12R\n" +
 	"\vListRecords\x12 .leasegate.v1.ListRecordsRequest\x1a!.leasegate.v1.ListRecordsResponse\x12L\n" +
-	"\tReconcile\x12\x1e.leasegate.v1.ReconcileRequest\x1a\x1f.leasegate.v1.ReconcileResponse2\xc6\x02\n" +
+	"\tReconcile\x12\x1e.leasegate.v1.ReconcileRequest\x1a\x1f.leasegate.v1.ReconcileResponse2\xca\x04\n" +
 	"\x0fApproverService\x12L\n" +
 	"\tGetRecord\x12\x1e.leasegate.v1.GetRecordRequest\x1a\x1f.leasegate.v1.GetRecordResponse\x12R\n" +
 	"\vListRecords\x12 .leasegate.v1.ListRecordsRequest\x1a!.leasegate.v1.ListRecordsResponse\x12L\n" +
+	"\tListTasks\x12\x1e.leasegate.v1.ListTasksRequest\x1a\x1f.leasegate.v1.ListTasksResponse\x12U\n" +
+	"\fGetOwnership\x12!.leasegate.v1.GetOwnershipRequest\x1a\".leasegate.v1.GetOwnershipResponse\x12]\n" +
+	"\x0eWatchOwnership\x12#.leasegate.v1.WatchOwnershipRequest\x1a$.leasegate.v1.WatchOwnershipResponse0\x01\x12L\n" +
 	"\tAuthorize\x12\x1e.leasegate.v1.AuthorizeRequest\x1a\x1f.leasegate.v1.AuthorizeResponse\x12C\n" +
-	"\x06Reject\x12\x1b.leasegate.v1.RejectRequest\x1a\x1c.leasegate.v1.RejectResponse2\x90\x05\n" +
+	"\x06Reject\x12\x1b.leasegate.v1.RejectRequest\x1a\x1c.leasegate.v1.RejectResponse2\x94\a\n" +
 	"\x0fOperatorService\x12L\n" +
 	"\tGetRecord\x12\x1e.leasegate.v1.GetRecordRequest\x1a\x1f.leasegate.v1.GetRecordResponse\x12R\n" +
-	"\vListRecords\x12 .leasegate.v1.ListRecordsRequest\x1a!.leasegate.v1.ListRecordsResponse\x12F\n" +
+	"\vListRecords\x12 .leasegate.v1.ListRecordsRequest\x1a!.leasegate.v1.ListRecordsResponse\x12L\n" +
+	"\tListTasks\x12\x1e.leasegate.v1.ListTasksRequest\x1a\x1f.leasegate.v1.ListTasksResponse\x12U\n" +
+	"\fGetOwnership\x12!.leasegate.v1.GetOwnershipRequest\x1a\".leasegate.v1.GetOwnershipResponse\x12]\n" +
+	"\x0eWatchOwnership\x12#.leasegate.v1.WatchOwnershipRequest\x1a$.leasegate.v1.WatchOwnershipResponse0\x01\x12F\n" +
 	"\aResolve\x12\x1c.leasegate.v1.ResolveRequest\x1a\x1d.leasegate.v1.ResolveResponse\x12R\n" +
 	"\vRevokeLease\x12 .leasegate.v1.RevokeLeaseRequest\x1a!.leasegate.v1.RevokeLeaseResponse\x12O\n" +
 	"\n" +
@@ -4720,48 +4726,60 @@ var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	48, // 76: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
 	44, // 77: leasegate.v1.ApproverService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
 	46, // 78: leasegate.v1.ApproverService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	50, // 79: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	52, // 80: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	44, // 81: leasegate.v1.OperatorService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	46, // 82: leasegate.v1.OperatorService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	54, // 83: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	56, // 84: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	60, // 85: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
-	62, // 86: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
-	64, // 87: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	67, // 88: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 89: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 90: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 91: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 92: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 93: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 94: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	17, // 95: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
-	20, // 96: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	22, // 97: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	24, // 98: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	27, // 99: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	30, // 100: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	39, // 101: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	41, // 102: leasegate.v1.WorkerService.ObservePrecondition:output_type -> leasegate.v1.ObservePreconditionResponse
-	43, // 103: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	45, // 104: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 105: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	49, // 106: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	45, // 107: leasegate.v1.ApproverService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 108: leasegate.v1.ApproverService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	51, // 109: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	53, // 110: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	45, // 111: leasegate.v1.OperatorService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 112: leasegate.v1.OperatorService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	55, // 113: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	57, // 114: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	61, // 115: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
-	63, // 116: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
-	65, // 117: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	68, // 118: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	89, // [89:119] is the sub-list for method output_type
-	59, // [59:89] is the sub-list for method input_type
+	21, // 79: leasegate.v1.ApproverService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	19, // 80: leasegate.v1.ApproverService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	23, // 81: leasegate.v1.ApproverService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	50, // 82: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	52, // 83: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	44, // 84: leasegate.v1.OperatorService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	46, // 85: leasegate.v1.OperatorService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	21, // 86: leasegate.v1.OperatorService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	19, // 87: leasegate.v1.OperatorService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	23, // 88: leasegate.v1.OperatorService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	54, // 89: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	56, // 90: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	60, // 91: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	62, // 92: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	64, // 93: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	67, // 94: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 95: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 96: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 97: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 98: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 99: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 100: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 101: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 102: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 103: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 104: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 105: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 106: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	39, // 107: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	41, // 108: leasegate.v1.WorkerService.ObservePrecondition:output_type -> leasegate.v1.ObservePreconditionResponse
+	43, // 109: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	45, // 110: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	47, // 111: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	49, // 112: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	45, // 113: leasegate.v1.ApproverService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	47, // 114: leasegate.v1.ApproverService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	22, // 115: leasegate.v1.ApproverService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	20, // 116: leasegate.v1.ApproverService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	24, // 117: leasegate.v1.ApproverService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	51, // 118: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	53, // 119: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	45, // 120: leasegate.v1.OperatorService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	47, // 121: leasegate.v1.OperatorService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	22, // 122: leasegate.v1.OperatorService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	20, // 123: leasegate.v1.OperatorService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	24, // 124: leasegate.v1.OperatorService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	55, // 125: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	57, // 126: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	61, // 127: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	63, // 128: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	65, // 129: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	68, // 130: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	95, // [95:131] is the sub-list for method output_type
+	59, // [59:95] is the sub-list for method input_type
 	59, // [59:59] is the sub-list for extension type_name
 	59, // [59:59] is the sub-list for extension extendee
 	0,  // [0:59] is the sub-list for field type_name

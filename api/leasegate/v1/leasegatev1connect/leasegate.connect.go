@@ -100,6 +100,15 @@ const (
 	// ApproverServiceListRecordsProcedure is the fully-qualified name of the ApproverService's
 	// ListRecords RPC.
 	ApproverServiceListRecordsProcedure = "/leasegate.v1.ApproverService/ListRecords"
+	// ApproverServiceListTasksProcedure is the fully-qualified name of the ApproverService's ListTasks
+	// RPC.
+	ApproverServiceListTasksProcedure = "/leasegate.v1.ApproverService/ListTasks"
+	// ApproverServiceGetOwnershipProcedure is the fully-qualified name of the ApproverService's
+	// GetOwnership RPC.
+	ApproverServiceGetOwnershipProcedure = "/leasegate.v1.ApproverService/GetOwnership"
+	// ApproverServiceWatchOwnershipProcedure is the fully-qualified name of the ApproverService's
+	// WatchOwnership RPC.
+	ApproverServiceWatchOwnershipProcedure = "/leasegate.v1.ApproverService/WatchOwnership"
 	// ApproverServiceAuthorizeProcedure is the fully-qualified name of the ApproverService's Authorize
 	// RPC.
 	ApproverServiceAuthorizeProcedure = "/leasegate.v1.ApproverService/Authorize"
@@ -111,6 +120,15 @@ const (
 	// OperatorServiceListRecordsProcedure is the fully-qualified name of the OperatorService's
 	// ListRecords RPC.
 	OperatorServiceListRecordsProcedure = "/leasegate.v1.OperatorService/ListRecords"
+	// OperatorServiceListTasksProcedure is the fully-qualified name of the OperatorService's ListTasks
+	// RPC.
+	OperatorServiceListTasksProcedure = "/leasegate.v1.OperatorService/ListTasks"
+	// OperatorServiceGetOwnershipProcedure is the fully-qualified name of the OperatorService's
+	// GetOwnership RPC.
+	OperatorServiceGetOwnershipProcedure = "/leasegate.v1.OperatorService/GetOwnership"
+	// OperatorServiceWatchOwnershipProcedure is the fully-qualified name of the OperatorService's
+	// WatchOwnership RPC.
+	OperatorServiceWatchOwnershipProcedure = "/leasegate.v1.OperatorService/WatchOwnership"
 	// OperatorServiceResolveProcedure is the fully-qualified name of the OperatorService's Resolve RPC.
 	OperatorServiceResolveProcedure = "/leasegate.v1.OperatorService/Resolve"
 	// OperatorServiceRevokeLeaseProcedure is the fully-qualified name of the OperatorService's
@@ -785,6 +803,12 @@ type ApproverServiceClient interface {
 	// ListRecords reads the records of a task (or a tenant), for an approver
 	// of the tenant.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
+	// ListTasks, GetOwnership and WatchOwnership read the tasks of the
+	// approver's tenants, as WorkerService's do for a worker: who holds
+	// which task at which epoch, now and as it changes.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
+	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	WatchOwnership(context.Context, *v1.WatchOwnershipRequest) (*connect.ServerStreamForClient[v1.WatchOwnershipResponse], error)
 	// Authorize binds an approval of exact parameter and precondition digests
 	// to a proposed operation.
 	Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error)
@@ -815,6 +839,24 @@ func NewApproverServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(approverServiceMethods.ByName("ListRecords")),
 			connect.WithClientOptions(opts...),
 		),
+		listTasks: connect.NewClient[v1.ListTasksRequest, v1.ListTasksResponse](
+			httpClient,
+			baseURL+ApproverServiceListTasksProcedure,
+			connect.WithSchema(approverServiceMethods.ByName("ListTasks")),
+			connect.WithClientOptions(opts...),
+		),
+		getOwnership: connect.NewClient[v1.GetOwnershipRequest, v1.GetOwnershipResponse](
+			httpClient,
+			baseURL+ApproverServiceGetOwnershipProcedure,
+			connect.WithSchema(approverServiceMethods.ByName("GetOwnership")),
+			connect.WithClientOptions(opts...),
+		),
+		watchOwnership: connect.NewClient[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse](
+			httpClient,
+			baseURL+ApproverServiceWatchOwnershipProcedure,
+			connect.WithSchema(approverServiceMethods.ByName("WatchOwnership")),
+			connect.WithClientOptions(opts...),
+		),
 		authorize: connect.NewClient[v1.AuthorizeRequest, v1.AuthorizeResponse](
 			httpClient,
 			baseURL+ApproverServiceAuthorizeProcedure,
@@ -832,10 +874,13 @@ func NewApproverServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // approverServiceClient implements ApproverServiceClient.
 type approverServiceClient struct {
-	getRecord   *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
-	listRecords *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
-	authorize   *connect.Client[v1.AuthorizeRequest, v1.AuthorizeResponse]
-	reject      *connect.Client[v1.RejectRequest, v1.RejectResponse]
+	getRecord      *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
+	listRecords    *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
+	listTasks      *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	getOwnership   *connect.Client[v1.GetOwnershipRequest, v1.GetOwnershipResponse]
+	watchOwnership *connect.Client[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse]
+	authorize      *connect.Client[v1.AuthorizeRequest, v1.AuthorizeResponse]
+	reject         *connect.Client[v1.RejectRequest, v1.RejectResponse]
 }
 
 // GetRecord calls leasegate.v1.ApproverService.GetRecord.
@@ -854,6 +899,29 @@ func (c *approverServiceClient) ListRecords(ctx context.Context, req *v1.ListRec
 		return response.Msg, err
 	}
 	return nil, err
+}
+
+// ListTasks calls leasegate.v1.ApproverService.ListTasks.
+func (c *approverServiceClient) ListTasks(ctx context.Context, req *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	response, err := c.listTasks.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetOwnership calls leasegate.v1.ApproverService.GetOwnership.
+func (c *approverServiceClient) GetOwnership(ctx context.Context, req *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
+	response, err := c.getOwnership.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// WatchOwnership calls leasegate.v1.ApproverService.WatchOwnership.
+func (c *approverServiceClient) WatchOwnership(ctx context.Context, req *v1.WatchOwnershipRequest) (*connect.ServerStreamForClient[v1.WatchOwnershipResponse], error) {
+	return c.watchOwnership.CallServerStream(ctx, connect.NewRequest(req))
 }
 
 // Authorize calls leasegate.v1.ApproverService.Authorize.
@@ -883,6 +951,12 @@ type ApproverServiceHandler interface {
 	// ListRecords reads the records of a task (or a tenant), for an approver
 	// of the tenant.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
+	// ListTasks, GetOwnership and WatchOwnership read the tasks of the
+	// approver's tenants, as WorkerService's do for a worker: who holds
+	// which task at which epoch, now and as it changes.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
+	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error
 	// Authorize binds an approval of exact parameter and precondition digests
 	// to a proposed operation.
 	Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error)
@@ -909,6 +983,24 @@ func NewApproverServiceHandler(svc ApproverServiceHandler, opts ...connect.Handl
 		connect.WithSchema(approverServiceMethods.ByName("ListRecords")),
 		connect.WithHandlerOptions(opts...),
 	)
+	approverServiceListTasksHandler := connect.NewUnaryHandlerSimple(
+		ApproverServiceListTasksProcedure,
+		svc.ListTasks,
+		connect.WithSchema(approverServiceMethods.ByName("ListTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
+	approverServiceGetOwnershipHandler := connect.NewUnaryHandlerSimple(
+		ApproverServiceGetOwnershipProcedure,
+		svc.GetOwnership,
+		connect.WithSchema(approverServiceMethods.ByName("GetOwnership")),
+		connect.WithHandlerOptions(opts...),
+	)
+	approverServiceWatchOwnershipHandler := connect.NewServerStreamHandlerSimple(
+		ApproverServiceWatchOwnershipProcedure,
+		svc.WatchOwnership,
+		connect.WithSchema(approverServiceMethods.ByName("WatchOwnership")),
+		connect.WithHandlerOptions(opts...),
+	)
 	approverServiceAuthorizeHandler := connect.NewUnaryHandlerSimple(
 		ApproverServiceAuthorizeProcedure,
 		svc.Authorize,
@@ -927,6 +1019,12 @@ func NewApproverServiceHandler(svc ApproverServiceHandler, opts ...connect.Handl
 			approverServiceGetRecordHandler.ServeHTTP(w, r)
 		case ApproverServiceListRecordsProcedure:
 			approverServiceListRecordsHandler.ServeHTTP(w, r)
+		case ApproverServiceListTasksProcedure:
+			approverServiceListTasksHandler.ServeHTTP(w, r)
+		case ApproverServiceGetOwnershipProcedure:
+			approverServiceGetOwnershipHandler.ServeHTTP(w, r)
+		case ApproverServiceWatchOwnershipProcedure:
+			approverServiceWatchOwnershipHandler.ServeHTTP(w, r)
 		case ApproverServiceAuthorizeProcedure:
 			approverServiceAuthorizeHandler.ServeHTTP(w, r)
 		case ApproverServiceRejectProcedure:
@@ -948,6 +1046,18 @@ func (UnimplementedApproverServiceHandler) ListRecords(context.Context, *v1.List
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.ListRecords is not implemented"))
 }
 
+func (UnimplementedApproverServiceHandler) ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.ListTasks is not implemented"))
+}
+
+func (UnimplementedApproverServiceHandler) GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.GetOwnership is not implemented"))
+}
+
+func (UnimplementedApproverServiceHandler) WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.WatchOwnership is not implemented"))
+}
+
 func (UnimplementedApproverServiceHandler) Authorize(context.Context, *v1.AuthorizeRequest) (*v1.AuthorizeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.ApproverService.Authorize is not implemented"))
 }
@@ -964,6 +1074,11 @@ type OperatorServiceClient interface {
 	// ListRecords reads the records of a task (or a tenant), for an operator
 	// of the tenant.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
+	// ListTasks, GetOwnership and WatchOwnership read the tasks of the
+	// operator's tenants, as WorkerService's do for a worker.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
+	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	WatchOwnership(context.Context, *v1.WatchOwnershipRequest) (*connect.ServerStreamForClient[v1.WatchOwnershipResponse], error)
 	// Resolve is an operator's decision on a MANUAL_REVIEW record.
 	Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error)
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
@@ -1002,6 +1117,24 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			httpClient,
 			baseURL+OperatorServiceListRecordsProcedure,
 			connect.WithSchema(operatorServiceMethods.ByName("ListRecords")),
+			connect.WithClientOptions(opts...),
+		),
+		listTasks: connect.NewClient[v1.ListTasksRequest, v1.ListTasksResponse](
+			httpClient,
+			baseURL+OperatorServiceListTasksProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("ListTasks")),
+			connect.WithClientOptions(opts...),
+		),
+		getOwnership: connect.NewClient[v1.GetOwnershipRequest, v1.GetOwnershipResponse](
+			httpClient,
+			baseURL+OperatorServiceGetOwnershipProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("GetOwnership")),
+			connect.WithClientOptions(opts...),
+		),
+		watchOwnership: connect.NewClient[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse](
+			httpClient,
+			baseURL+OperatorServiceWatchOwnershipProcedure,
+			connect.WithSchema(operatorServiceMethods.ByName("WatchOwnership")),
 			connect.WithClientOptions(opts...),
 		),
 		resolve: connect.NewClient[v1.ResolveRequest, v1.ResolveResponse](
@@ -1045,14 +1178,17 @@ func NewOperatorServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 
 // operatorServiceClient implements OperatorServiceClient.
 type operatorServiceClient struct {
-	getRecord   *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
-	listRecords *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
-	resolve     *connect.Client[v1.ResolveRequest, v1.ResolveResponse]
-	revokeLease *connect.Client[v1.RevokeLeaseRequest, v1.RevokeLeaseResponse]
-	listLeases  *connect.Client[v1.ListLeasesRequest, v1.ListLeasesResponse]
-	showLease   *connect.Client[v1.ShowLeaseRequest, v1.ShowLeaseResponse]
-	showRealm   *connect.Client[v1.ShowRealmRequest, v1.ShowRealmResponse]
-	rotateRealm *connect.Client[v1.RotateRealmRequest, v1.RotateRealmResponse]
+	getRecord      *connect.Client[v1.GetRecordRequest, v1.GetRecordResponse]
+	listRecords    *connect.Client[v1.ListRecordsRequest, v1.ListRecordsResponse]
+	listTasks      *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	getOwnership   *connect.Client[v1.GetOwnershipRequest, v1.GetOwnershipResponse]
+	watchOwnership *connect.Client[v1.WatchOwnershipRequest, v1.WatchOwnershipResponse]
+	resolve        *connect.Client[v1.ResolveRequest, v1.ResolveResponse]
+	revokeLease    *connect.Client[v1.RevokeLeaseRequest, v1.RevokeLeaseResponse]
+	listLeases     *connect.Client[v1.ListLeasesRequest, v1.ListLeasesResponse]
+	showLease      *connect.Client[v1.ShowLeaseRequest, v1.ShowLeaseResponse]
+	showRealm      *connect.Client[v1.ShowRealmRequest, v1.ShowRealmResponse]
+	rotateRealm    *connect.Client[v1.RotateRealmRequest, v1.RotateRealmResponse]
 }
 
 // GetRecord calls leasegate.v1.OperatorService.GetRecord.
@@ -1071,6 +1207,29 @@ func (c *operatorServiceClient) ListRecords(ctx context.Context, req *v1.ListRec
 		return response.Msg, err
 	}
 	return nil, err
+}
+
+// ListTasks calls leasegate.v1.OperatorService.ListTasks.
+func (c *operatorServiceClient) ListTasks(ctx context.Context, req *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	response, err := c.listTasks.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetOwnership calls leasegate.v1.OperatorService.GetOwnership.
+func (c *operatorServiceClient) GetOwnership(ctx context.Context, req *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
+	response, err := c.getOwnership.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// WatchOwnership calls leasegate.v1.OperatorService.WatchOwnership.
+func (c *operatorServiceClient) WatchOwnership(ctx context.Context, req *v1.WatchOwnershipRequest) (*connect.ServerStreamForClient[v1.WatchOwnershipResponse], error) {
+	return c.watchOwnership.CallServerStream(ctx, connect.NewRequest(req))
 }
 
 // Resolve calls leasegate.v1.OperatorService.Resolve.
@@ -1135,6 +1294,11 @@ type OperatorServiceHandler interface {
 	// ListRecords reads the records of a task (or a tenant), for an operator
 	// of the tenant.
 	ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error)
+	// ListTasks, GetOwnership and WatchOwnership read the tasks of the
+	// operator's tenants, as WorkerService's do for a worker.
+	ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error)
+	GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error)
+	WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error
 	// Resolve is an operator's decision on a MANUAL_REVIEW record.
 	Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error)
 	// RevokeLease revokes a lease carrying leasegate owner keys: every grant
@@ -1169,6 +1333,24 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 		OperatorServiceListRecordsProcedure,
 		svc.ListRecords,
 		connect.WithSchema(operatorServiceMethods.ByName("ListRecords")),
+		connect.WithHandlerOptions(opts...),
+	)
+	operatorServiceListTasksHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceListTasksProcedure,
+		svc.ListTasks,
+		connect.WithSchema(operatorServiceMethods.ByName("ListTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
+	operatorServiceGetOwnershipHandler := connect.NewUnaryHandlerSimple(
+		OperatorServiceGetOwnershipProcedure,
+		svc.GetOwnership,
+		connect.WithSchema(operatorServiceMethods.ByName("GetOwnership")),
+		connect.WithHandlerOptions(opts...),
+	)
+	operatorServiceWatchOwnershipHandler := connect.NewServerStreamHandlerSimple(
+		OperatorServiceWatchOwnershipProcedure,
+		svc.WatchOwnership,
+		connect.WithSchema(operatorServiceMethods.ByName("WatchOwnership")),
 		connect.WithHandlerOptions(opts...),
 	)
 	operatorServiceResolveHandler := connect.NewUnaryHandlerSimple(
@@ -1213,6 +1395,12 @@ func NewOperatorServiceHandler(svc OperatorServiceHandler, opts ...connect.Handl
 			operatorServiceGetRecordHandler.ServeHTTP(w, r)
 		case OperatorServiceListRecordsProcedure:
 			operatorServiceListRecordsHandler.ServeHTTP(w, r)
+		case OperatorServiceListTasksProcedure:
+			operatorServiceListTasksHandler.ServeHTTP(w, r)
+		case OperatorServiceGetOwnershipProcedure:
+			operatorServiceGetOwnershipHandler.ServeHTTP(w, r)
+		case OperatorServiceWatchOwnershipProcedure:
+			operatorServiceWatchOwnershipHandler.ServeHTTP(w, r)
 		case OperatorServiceResolveProcedure:
 			operatorServiceResolveHandler.ServeHTTP(w, r)
 		case OperatorServiceRevokeLeaseProcedure:
@@ -1240,6 +1428,18 @@ func (UnimplementedOperatorServiceHandler) GetRecord(context.Context, *v1.GetRec
 
 func (UnimplementedOperatorServiceHandler) ListRecords(context.Context, *v1.ListRecordsRequest) (*v1.ListRecordsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.ListRecords is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) ListTasks(context.Context, *v1.ListTasksRequest) (*v1.ListTasksResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.ListTasks is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) GetOwnership(context.Context, *v1.GetOwnershipRequest) (*v1.GetOwnershipResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.GetOwnership is not implemented"))
+}
+
+func (UnimplementedOperatorServiceHandler) WatchOwnership(context.Context, *v1.WatchOwnershipRequest, *connect.ServerStream[v1.WatchOwnershipResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("leasegate.v1.OperatorService.WatchOwnership is not implemented"))
 }
 
 func (UnimplementedOperatorServiceHandler) Resolve(context.Context, *v1.ResolveRequest) (*v1.ResolveResponse, error) {
