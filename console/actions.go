@@ -43,16 +43,16 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch action {
 	case "approve":
-		_, err = c.api.Authorize(cl.ctx, tenant, task, operation, ledger.Approval{
+		_, err = cl.api.Authorize(cl.ctx, tenant, task, operation, ledger.Approval{
 			ParamsDigest: f.Get("params_digest"), PreconditionDigest: f.Get("precondition_digest"),
 			Policy: f.Get("policy"), Note: f.Get("note")})
 	case "reject":
-		_, err = c.api.Reject(cl.ctx, tenant, task, operation, f.Get("reason"))
+		_, err = cl.api.Reject(cl.ctx, tenant, task, operation, f.Get("reason"))
 	case "resolve":
 		var ev ledger.Evidence
 		ev, err = evidenceOf(f)
 		if err == nil {
-			_, err = c.api.Resolve(cl.ctx, tenant, task, operation, ledger.State(f.Get("to")), ev, f.Get("why"))
+			_, err = cl.api.Resolve(cl.ctx, tenant, task, operation, ledger.State(f.Get("to")), ev, f.Get("why"))
 		}
 	default:
 		c.fail(w, r, http.StatusNotFound, cl, "Not done", coordinator.Invalid("console", "no action %q (approve, reject, resolve)", action))

@@ -32,7 +32,7 @@ var assets embed.FS
 // key and templates: every page is read through the API when asked for.
 type Console struct {
 	srv    *gateway.Server
-	api    *client.Client
+	apis   map[gateway.Role]*client.Client // the API in-process, reading through each role's service
 	tokens csrfTokens
 	pages  map[string]*template.Template
 	static http.Handler
@@ -100,11 +100,16 @@ func New(srv *gateway.Server, opts ...Option) (*Console, error) {
 	}
 	// The API itself, in this process: every read and action of the
 	// console is one of its calls, with the browser's certificate.
-	api, err := client.NewWithHTTPClient("https://console.invalid", &http.Client{Transport: inproc{api: srv.Handler()}})
-	if err != nil {
-		return nil, err
+	hc := &http.Client{Transport: inproc{api: srv.Handler()}}
+	c := &Console{srv: srv, apis: map[gateway.Role]*client.Client{}, tokens: csrfTokens{key: o.key}, lg: o.lg.Named("console"), now: time.Now}
+	for _, r := range []gateway.Role{gateway.RoleWorker, gateway.RoleApprover, gateway.RoleOperator} {
+		api, err := client.NewWithHTTPClient("https://console.invalid", hc, client.WithReadsAs(string(r)))
+		if err != nil {
+			return nil, err
+		}
+		c.apis[r] = api
 	}
-	c := &Console{srv: srv, api: api, tokens: csrfTokens{key: o.key}, lg: o.lg.Named("console"), now: time.Now}
+	var err error
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -148,6 +153,7 @@ type caller struct {
 	id    gateway.Identity
 	ctx   context.Context
 	token string
+	api   *client.Client // reads through a service of one of the identity's roles
 }
 
 // whoIs identifies r's caller, or answers the page that says why it has
@@ -158,7 +164,15 @@ func (c *Console) whoIs(w http.ResponseWriter, r *http.Request) (caller, bool) {
 		c.fail(w, r, http.StatusUnauthorized, caller{}, "Who are you?", err)
 		return caller{}, false
 	}
-	cl := caller{id: id, ctx: withBrowser(r.Context(), r.TLS)}
+	cl := caller{id: id, ctx: withBrowser(r.Context(), r.TLS), api: c.apis[gateway.RoleWorker]}
+	// Each service of the API serves its reads to its own role: read
+	// through one of the caller's (the API still checks every call).
+	for _, role := range []gateway.Role{gateway.RoleWorker, gateway.RoleOperator, gateway.RoleApprover} {
+		if id.Has(role) {
+			cl.api = c.apis[role]
+			break
+		}
+	}
 	cl.token = c.tokens.make(r.TLS.VerifiedChains[0][0], c.now())
 	return cl, true
 }

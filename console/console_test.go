@@ -12,12 +12,13 @@ import (
 	"github.com/leasegate/leasegate/testsupport/browser"
 )
 
-// The Now page's task list follows ownership as it changes, pushed from the
-// gateway's watch: a claim shows its owner and epoch, a release empties the
-// row, and the page is never reloaded meanwhile.
+// The Now page's task list, on an operator's browser, follows ownership as
+// it changes, pushed from the gateway's watch: a claim shows its owner and
+// epoch, a release empties the row, and the page is never reloaded
+// meanwhile.
 func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 	w := newWorld(t)
-	b := w.browserAs("worker-2")
+	b := w.browserAs("operator")
 	p := w.page(b, "/console/")
 	waitFor(t, p, "the live list to be established", `document.body.dataset.live === "synced"`)
 	eval[bool](t, p, `window.sameDocument = true`)
@@ -33,6 +34,9 @@ func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 		row, g.Owner, g.Epoch))
 	if ttl := eval[string](t, p, row+`.querySelector("td.ttl").innerText`); !strings.HasSuffix(ttl, "s") || ttl == "0s" {
 		t.Errorf("time left %q, want seconds left on the lease", ttl)
+	}
+	if got := text(t, p, "#realm"); !strings.Contains(got, "realm") {
+		t.Errorf("the operator's Now page shows no realm: %q", got)
 	}
 	p.Screenshot(t, "now")
 	if err := c.Release(ctxOf(t), g); err != nil {

@@ -55,10 +55,10 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	synced := make(chan struct{}, len(ss))
 	for _, s := range ss {
 		go func() {
-			err := c.api.Watch(cl.ctx, s, func(ev coordinator.OwnershipEvent) error {
+			err := cl.api.Watch(cl.ctx, s, func(ev coordinator.OwnershipEvent) error {
 				le := liveOf(ev)
 				if ev.Type == coordinator.EventClaimed {
-					if o, err := c.api.Owner(cl.ctx, ev.Ownership.Tenant, ev.Ownership.Task); err == nil && o.Owned() && o.Epoch == ev.Ownership.Epoch {
+					if o, err := cl.api.Owner(cl.ctx, ev.Ownership.Tenant, ev.Ownership.Task); err == nil && o.Owned() && o.Epoch == ev.Ownership.Epoch {
 						le.TTLLeft = o.TTLLeft
 					}
 				}

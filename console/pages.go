@@ -40,7 +40,7 @@ func (c *Console) nowPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := nowView{base: c.base(cl, "Now", "now")}
 	for _, s := range scopes(cl.id) {
-		ts, err := c.api.Tasks(cl.ctx, s)
+		ts, err := cl.api.Tasks(cl.ctx, s)
 		if err != nil {
 			v.TasksErr = append(v.TasksErr, refusalOf(err))
 			continue
@@ -52,7 +52,7 @@ func (c *Console) nowPage(w http.ResponseWriter, r *http.Request) {
 	})
 	// Sessions: the leases, for an operator of all tenants (ListLeases);
 	// for anyone else, the leases of the tasks it may read.
-	if leases, err := c.api.Leases(cl.ctx); err == nil {
+	if leases, err := cl.api.Leases(cl.ctx); err == nil {
 		v.SessionsVia = "every lease carrying owner keys (OperatorService.ListLeases)"
 		for _, li := range leases {
 			v.Sessions = append(v.Sessions, session{Lease: li.ID, Owner: li.Owner, TTLLeft: li.TTLLeft, Granted: li.GrantedTTL, Tasks: li.Tasks})
@@ -76,7 +76,7 @@ func (c *Console) nowPage(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(v.Sessions, func(a, b session) int { return cmp.Compare(a.Lease, b.Lease) })
 	}
-	if chk, err := c.api.ShowRealm(cl.ctx); err == nil {
+	if chk, err := cl.api.ShowRealm(cl.ctx); err == nil {
 		v.Realm = &chk
 	} else {
 		rf := refusalOf(err)
@@ -117,7 +117,7 @@ func (c *Console) records(cl caller, tenant, task string, st ledger.State) ([]le
 	}
 	var out []ledger.Record
 	for _, s := range ss {
-		rs, err := c.api.List(cl.ctx, s, task, st)
+		rs, err := cl.api.List(cl.ctx, s, task, st)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ func (c *Console) operationPage(w http.ResponseWriter, r *http.Request) {
 // operation reads one operation's view: the record, its journal, the
 // task's owner, the timeline of both.
 func (c *Console) operation(cl caller, tenant, task, operation string) (operationView, error) {
-	rec, journal, err := c.api.Record(cl.ctx, tenant, task, operation)
+	rec, journal, err := cl.api.Record(cl.ctx, tenant, task, operation)
 	if err != nil {
 		return operationView{}, err
 	}
@@ -232,7 +232,7 @@ func (c *Console) operation(cl caller, tenant, task, operation string) (operatio
 			Detail: "no operation " + operation + " is recorded for " + tenant + "/" + task}
 	}
 	v := operationView{base: c.base(cl, "Operation "+operation, "effects"), Record: rec, Journal: journal}
-	if o, err := c.api.Owner(cl.ctx, tenant, task); err == nil {
+	if o, err := cl.api.Owner(cl.ctx, tenant, task); err == nil {
 		v.Owner = &o
 	} else {
 		rf := refusalOf(err)
