@@ -159,9 +159,6 @@ func TestTheJSONWalkthrough(t *testing.T) {
 	fmt.Fprintf(j.doc, "It reads the tenant's tasks through its own service, as a worker does (so does an operator, through OperatorService).\n\n")
 	j.call("approver", "ApproverService/ListTasks", `{"tenant":"demo"}`, 200)
 	j.call("approver", "ApproverService/GetOwnership", `{"tenant":"demo","task":"checkout"}`, 200)
-	fmt.Fprintf(j.doc, "It reads the record it approves from the gateway, not from the worker that proposed it.\n\n")
-	j.call("approver", "ApproverService/ListRecords", `{"tenant":"demo","task":"checkout","state":"PROPOSED"}`, 200)
-	j.call("approver", "ApproverService/GetRecord", `{"tenant":"demo","task":"checkout","operation":"dns-1"}`, 200)
 	j.call("approver", "ApproverService/Authorize", fmt.Sprintf(`{"tenant":"demo","task":"checkout","operation":"dns-1","paramsDigest":%q,"preconditionDigest":%q,"note":"checked the evidence"}`,
 		rec["paramsDigest"], at(rec, "precondition", "digest")), 200)
 
@@ -177,8 +174,6 @@ func TestTheJSONWalkthrough(t *testing.T) {
 	j.call("operator", "OperatorService/ShowRealm", `{}`, 200)
 	j.call("operator", "OperatorService/ListTasks", `{"tenant":"demo"}`, 200)
 	j.call("operator", "OperatorService/GetOwnership", `{"tenant":"demo","task":"checkout"}`, 200)
-	j.call("operator", "OperatorService/ListRecords", `{"tenant":"demo","task":"checkout"}`, 200)
-	j.call("operator", "OperatorService/GetRecord", `{"tenant":"demo","task":"checkout","operation":"dns-1"}`, 200)
 	j.call("operator", "OperatorService/ListLeases", `{}`, 200)
 	j.call("operator", "OperatorService/ShowLease", `{"lease":"`+lease+`"}`, 200)
 	fmt.Fprintf(j.doc, "`Resolve` settles a record in `MANUAL_REVIEW` with the provider's evidence; of a confirmed record it is refused, as every refusal is: an HTTP error status and a `leasegate.v1.Refusal` detail.\n\n")
