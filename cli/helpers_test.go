@@ -347,7 +347,10 @@ func (e *env) start(t *testing.T, args ...string) *background {
 // startApp runs the app with exactly these arguments in the background.
 func startApp(t *testing.T, args ...string) *background {
 	t.Helper()
-	ctx, cancel := context.WithCancel(lgtest.Ctx(t))
+	// No deadline of its own: a long command (a bench, a server) is bounded
+	// by wait's timeout and cancelled at the test's end, not cut off while
+	// the test still waits on an event.
+	ctx, cancel := context.WithCancel(context.Background())
 	b := &background{stdout: newSyncBuffer(), stderr: newSyncBuffer(), cancel: cancel, done: make(chan result, 1)}
 	c := call{ctx: ctx, stdout: b.stdout, stderr: b.stderr}
 	go func() { b.done <- execApp(t, c, args...) }()
@@ -365,7 +368,7 @@ func (b *background) wait(t *testing.T) result {
 		b.done <- r // for Cleanup
 		return r
 	case <-time.After(lgtest.Timeout):
-		t.Fatal("the command did not return")
+		t.Fatalf("the command did not return; stderr so far: %s", b.stderr.String())
 	}
 	return result{}
 }
