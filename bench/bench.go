@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Etcd says which etcd a run measures.
@@ -191,7 +192,9 @@ var ratioDefs = []struct {
 // slices are its own (the caller's Config, its slices and the package's
 // Variants are never written to, nor shared with the report).
 func (cfg Config) withDefaults() (Config, error) {
-	bad := func(format string, args ...any) error { return coordinator.Invalid("bench", format, args...) }
+	bad := func(format string, args ...any) error {
+		return store.NewError(store.InvalidInput, "bench", "", "", fmt.Sprintf(format, args...), nil)
+	}
 	cfg.Workers, cfg.Variants = slices.Clone(cfg.Workers), slices.Clone(cfg.Variants)
 	if len(cfg.Workers) == 0 {
 		cfg.Workers = []int{1, 16, 64}
@@ -251,13 +254,13 @@ func freshPrefix() string { return "/leasegate-bench-" + uuid.NewString()[:8] }
 
 func (e Etcd) check() error {
 	if len(e.Endpoints) == 0 && e.Dial == nil && e.Dir == "" {
-		return coordinator.Invalid("bench", "an embedded etcd needs a data directory")
+		return store.NewError(store.InvalidInput, "bench", "", "", "an embedded etcd needs a data directory", nil)
 	}
 	if (len(e.Endpoints) > 0 || e.Dial != nil) && e.NoFsync {
-		return coordinator.Invalid("bench", "--unsafe-no-fsync applies to the embedded etcd only")
+		return store.NewError(store.InvalidInput, "bench", "", "", "--unsafe-no-fsync applies to the embedded etcd only", nil)
 	}
 	if e.ClientConfig != nil && e.Dial == nil {
-		return coordinator.Invalid("bench", "a client configuration describes Dial's clients: it needs Dial")
+		return store.NewError(store.InvalidInput, "bench", "", "", "a client configuration describes Dial's clients: it needs Dial", nil)
 	}
 	return nil
 }
@@ -298,7 +301,7 @@ func (e Etcd) open() (*target, error) {
 		}
 		cl, err := embedtest.Start(e.Dir, opts...)
 		if err != nil {
-			return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "start the embedded etcd", Err: err}
+			return nil, store.NewError(coordinator.AuthorityUnavailable, "bench", "", "", "start the embedded etcd", err)
 		}
 		tg.close = cl.Close
 		// Dial etcd directly, not through embedtest's fault proxy.
@@ -313,7 +316,7 @@ func (e Etcd) open() (*target, error) {
 	cli, err := tg.dial()
 	if err != nil {
 		tg.close()
-		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect", Err: err}
+		return nil, store.NewError(coordinator.AuthorityUnavailable, "bench", "", "", "connect", err)
 	}
 	stop := tg.close
 	tg.client, tg.close = cli, func() { _ = cli.Close(); stop() }

@@ -22,6 +22,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -99,7 +100,7 @@ func startGateway(ctx context.Context, tg *target, prefix string, n int, withCon
 	// (Etcd.Dial) gets the caller's client as it is.
 	cli, err := tg.dialWith(gateway.TraceDialOption(noop.NewTracerProvider()))
 	if err != nil {
-		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "bench", Detail: "connect the gateway's etcd client", Err: err}
+		return nil, store.NewError(coordinator.AuthorityUnavailable, "bench", "", "", "connect the gateway's etcd client", err)
 	}
 	closers = append(closers, func() { _ = cli.Close() })
 	reg := prometheus.NewRegistry()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // ScaleConfig says what Scale measures.
@@ -76,7 +77,9 @@ type MassExpiry struct {
 // withDefaults is cfg checked, with every default filled in: a copy with
 // slices of its own, the caller's ScaleConfig left as it is.
 func (cfg ScaleConfig) withDefaults() (ScaleConfig, error) {
-	bad := func(format string, args ...any) error { return coordinator.Invalid("bench scale", format, args...) }
+	bad := func(format string, args ...any) error {
+		return store.NewError(store.InvalidInput, "bench scale", "", "", fmt.Sprintf(format, args...), nil)
+	}
 	cfg.Sizes = slices.Clone(cfg.Sizes)
 	if len(cfg.Sizes) == 0 {
 		cfg.Sizes = []int{1000, 10000, 100000}

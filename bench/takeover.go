@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // How the holder dies.
@@ -134,7 +135,9 @@ type Latency struct {
 // slices of its own (the caller's TakeoverConfig and the package's Causes
 // and Contenders are never written to).
 func (cfg TakeoverConfig) withDefaults() (TakeoverConfig, error) {
-	bad := func(format string, args ...any) error { return coordinator.Invalid("bench takeover", format, args...) }
+	bad := func(format string, args ...any) error {
+		return store.NewError(store.InvalidInput, "bench takeover", "", "", fmt.Sprintf(format, args...), nil)
+	}
 	cfg.Causes, cfg.Contenders = slices.Clone(cfg.Causes), slices.Clone(cfg.Contenders)
 	if cfg.Trials == 0 {
 		cfg.Trials = 20

@@ -30,6 +30,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Defaults of the global flags.
@@ -131,7 +132,7 @@ func commandOutput(c *cli.Context) error {
 	}
 	out, err := newPrinter(c.App.Writer, format)
 	if err != nil {
-		return coordinator.Invalid(commandName(c), "%v", err)
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("%v", err), nil)
 	}
 	g := *globalsOf(c)
 	g.out = out
@@ -198,7 +199,7 @@ func help(c *cli.Context) error {
 		cmd = cmd.Command(sub)
 	}
 	if cmd == nil {
-		return coordinator.Invalid("help", "no command %q; see 'leasegate --help'", strings.Join(args, " "))
+		return store.NewError(store.InvalidInput, "help", "", "", fmt.Sprintf("no command %q; see 'leasegate --help'", strings.Join(args, " ")), nil)
 	}
 	tmpl := cli.CommandHelpTemplate
 	if len(cmd.Subcommands) > 0 {
@@ -218,7 +219,7 @@ func rootAction(c *cli.Context) error {
 		return printVersion(c)
 	}
 	if c.Args().Present() {
-		return coordinator.Invalid("leasegate", "unknown command %q; see 'leasegate --help'", c.Args().First())
+		return store.NewError(store.InvalidInput, "leasegate", "", "", fmt.Sprintf("unknown command %q; see 'leasegate --help'", c.Args().First()), nil)
 	}
 	return cli.ShowAppHelp(c)
 }
@@ -227,7 +228,7 @@ func rootAction(c *cli.Context) error {
 // subcommand.
 func groupAction(c *cli.Context) error {
 	if c.Args().Present() {
-		return coordinator.Invalid(commandName(c), "unknown command %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c))
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("unknown command %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c)), nil)
 	}
 	return cli.ShowSubcommandHelp(c)
 }
@@ -241,7 +242,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	if name == "" {
 		name = c.App.Name
 	}
-	return coordinator.Invalid(name, "%v%s; see '%s --help'", err, durationHint(c, err), help)
+	return store.NewError(store.InvalidInput, name, "", "", fmt.Sprintf("%v%s; see '%s --help'", err, durationHint(c, err), help), nil)
 }
 
 // commandName is the command's path below the app ("lease revoke"), "" for
@@ -261,7 +262,7 @@ func commandName(c *cli.Context) string {
 // silently ignored.
 func noArgs(c *cli.Context) error {
 	if c.Args().Present() {
-		return coordinator.Invalid(commandName(c), "unexpected argument %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c))
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("unexpected argument %q; see '%s %s --help'", c.Args().First(), c.App.Name, commandName(c)), nil)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasegate/leasegate/bench"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 func benchCommand() *cli.Command {
@@ -88,12 +89,12 @@ func benchRun(c *cli.Context) error {
 	op := c.Command.FullName()
 	cfg := bench.Config{Rounds: c.Int("rounds"), Duration: c.Duration("duration"), Paired: c.Bool("paired"), Console: c.Bool("console")}
 	if cfg.Rounds < 1 || cfg.Duration <= 0 {
-		return coordinator.Invalid(op, "--rounds %d and --duration %v must be positive", cfg.Rounds, cfg.Duration)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--rounds %d and --duration %v must be positive", cfg.Rounds, cfg.Duration), nil)
 	}
 	for _, f := range strings.Split(c.String("workers"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return coordinator.Invalid(op, "--workers %q: want comma-separated counts", c.String("workers"))
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--workers %q: want comma-separated counts", c.String("workers")), nil)
 		}
 		cfg.Workers = append(cfg.Workers, n)
 	}
@@ -117,11 +118,11 @@ func benchRun(c *cli.Context) error {
 	if path := c.String("cpuprofile"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
-			return coordinator.Invalid(op, "--cpuprofile: %v", err)
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--cpuprofile: %v", err), nil)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return coordinator.Invalid(op, "--cpuprofile: %v", err)
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--cpuprofile: %v", err), nil)
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -163,10 +164,10 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 	nofsync := c.Bool("unsafe-no-fsync")
 	if endpointsOnCommandLine(c) {
 		if c.IsSet("data-dir") {
-			return bench.Etcd{}, nil, coordinator.Invalid(op, "--data-dir is for the embedded etcd; drop it or --endpoints")
+			return bench.Etcd{}, nil, store.NewError(store.InvalidInput, op, "", "", "--data-dir is for the embedded etcd; drop it or --endpoints", nil)
 		}
 		if nofsync {
-			return bench.Etcd{}, nil, coordinator.Invalid(op, "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own")
+			return bench.Etcd{}, nil, store.NewError(store.InvalidInput, op, "", "", "--unsafe-no-fsync is for the embedded etcd; a cluster's fsync is its own", nil)
 		}
 		g := globalsOf(c)
 		cfg := clientConfig(g)
@@ -179,7 +180,7 @@ func benchEtcd(c *cli.Context) (bench.Etcd, func(), error) {
 	}
 	tmp, err := os.MkdirTemp("", "leasegate-bench-")
 	if err != nil {
-		return bench.Etcd{}, nil, coordinator.Invalid(op, "temporary directory: %v", err)
+		return bench.Etcd{}, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("temporary directory: %v", err), nil)
 	}
 	return bench.Etcd{Dir: tmp, NoFsync: nofsync}, func() { _ = os.RemoveAll(tmp) }, nil
 }
@@ -329,7 +330,7 @@ func benchTakeover(c *cli.Context) error {
 	cfg := bench.TakeoverConfig{Trials: c.Int("trials"), TTL: c.Duration("ttl"), PollInterval: c.Duration("poll-interval"),
 		Causes: commaList(c.String("causes")), Contenders: commaList(c.String("contenders")), Logger: globalsOf(c).lg}
 	if cfg.Trials < 1 || cfg.TTL <= 0 || cfg.PollInterval <= 0 {
-		return coordinator.Invalid(op, "--trials %d, --ttl %v and --poll-interval %v must be positive", cfg.Trials, cfg.TTL, cfg.PollInterval)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--trials %d, --ttl %v and --poll-interval %v must be positive", cfg.Trials, cfg.TTL, cfg.PollInterval), nil)
 	}
 	etcd, closeEtcd, err := benchEtcd(c)
 	if err != nil {
@@ -426,12 +427,12 @@ func benchScale(c *cli.Context) error {
 	cfg := bench.ScaleConfig{Workers: c.Int("workers"), Commits: c.Int("commits"), TTL: c.Duration("ttl"),
 		PerLock: c.Int("per-lock"), PerLockTTL: c.Duration("per-lock-ttl"), Logger: globalsOf(c).lg}
 	if cfg.Workers < 1 || cfg.Commits < 1 || cfg.TTL <= 0 || cfg.PerLockTTL <= 0 {
-		return coordinator.Invalid(op, "--workers, --commits, --ttl and --per-lock-ttl must be positive")
+		return store.NewError(store.InvalidInput, op, "", "", "--workers, --commits, --ttl and --per-lock-ttl must be positive", nil)
 	}
 	for _, f := range commaList(c.String("sizes")) {
 		n, err := strconv.Atoi(f)
 		if err != nil {
-			return coordinator.Invalid(op, "--sizes %q: want comma-separated counts", c.String("sizes"))
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--sizes %q: want comma-separated counts", c.String("sizes")), nil)
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
 	}

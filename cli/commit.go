@@ -11,6 +11,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 func commitCommand() *cli.Command {
@@ -56,7 +57,7 @@ func commit(c *cli.Context) error {
 		return err
 	}
 	if !c.IsSet("expected-version") {
-		return coordinator.Invalid(op, "--expected-version is required (0 for a task never written)")
+		return store.NewError(store.InvalidInput, op, "", "", "--expected-version is required (0 for a task never written)", nil)
 	}
 	value, err := valueOf(c)
 	if err != nil {
@@ -65,7 +66,7 @@ func commit(c *cli.Context) error {
 	in := fencedtxn.Intent{Tenant: g.Tenant, Task: g.Task, Operation: l[0], Value: value,
 		ExpectedVersion: c.Int64("expected-version")}
 	if in.ExpectedVersion < 0 {
-		return coordinator.Invalid(op, "--expected-version %d is negative", in.ExpectedVersion)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--expected-version %d is negative", in.ExpectedVersion), nil)
 	}
 	for _, f := range []struct {
 		name string
@@ -73,7 +74,7 @@ func commit(c *cli.Context) error {
 	}{{"tenant", &in.Tenant}, {"task", &in.Task}} {
 		if c.IsSet(f.name) {
 			if err := coordinator.CheckLabel(f.name, c.String(f.name)); err != nil {
-				return coordinator.Invalid(op, "--%s: %v", f.name, err)
+				return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--%s: %v", f.name, err), nil)
 			}
 			*f.v = c.String(f.name)
 		}
@@ -81,8 +82,7 @@ func commit(c *cli.Context) error {
 	// Commit refuses this before its I/O too; the CLI refuses it before it
 	// connects, so that nothing at all is sent.
 	if in.Tenant != g.Tenant || in.Task != g.Task {
-		return coordinator.Refusal(coordinator.ScopeMismatch, op, in.Tenant, in.Task,
-			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
+		return store.NewError(coordinator.ScopeMismatch, op, in.Tenant, in.Task, fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task), nil)
 	}
 	if viaGateway(c) {
 		return withGateway(c, func(ctx context.Context, gw *client.Client) error {
@@ -119,35 +119,35 @@ func valueOf(c *cli.Context) ([]byte, error) {
 	max := fencedtxn.DefaultMaxValueBytes
 	switch {
 	case c.IsSet("value") && c.IsSet("value-file"):
-		return nil, coordinator.Invalid(op, "give --value or --value-file, not both")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "give --value or --value-file, not both", nil)
 	case c.IsSet("value"):
 		v := c.String("value")
 		if len(v) > max {
-			return nil, coordinator.Invalid(op, "--value is %d bytes; at most %d (the limit of one protected value)", len(v), max)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--value is %d bytes; at most %d (the limit of one protected value)", len(v), max), nil)
 		}
 		return []byte(v), nil
 	case !c.IsSet("value-file"):
-		return nil, coordinator.Invalid(op, "--value or --value-file is required (--value \"\" to write an empty value)")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "--value or --value-file is required (--value \"\" to write an empty value)", nil)
 	}
 	name := c.String("value-file")
 	if name == "-" && c.String("grant") == "-" {
-		return nil, coordinator.Invalid(op, "--grant - and --value-file - cannot both read stdin")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "--grant - and --value-file - cannot both read stdin", nil)
 	}
 	var r io.Reader = c.App.Reader
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, coordinator.Invalid(op, "--value-file: %v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--value-file: %v", err), nil)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if err != nil {
-		return nil, coordinator.Invalid(op, "--value-file %s: %v", name, err)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--value-file %s: %v", name, err), nil)
 	}
 	if len(data) > max {
-		return nil, coordinator.Invalid(op, "--value-file %s is larger than %d bytes (the limit of one protected value)", name, max)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--value-file %s is larger than %d bytes (the limit of one protected value)", name, max), nil)
 	}
 	return data, nil
 }

@@ -54,7 +54,7 @@ func setup(c *cli.Context) error {
 
 func parseGlobals(c *cli.Context) (*globals, error) {
 	bad := func(format string, args ...any) (*globals, error) {
-		return nil, coordinator.Invalid("leasegate", format, args...)
+		return nil, store.NewError(store.InvalidInput, "leasegate", "", "", fmt.Sprintf(format, args...), nil)
 	}
 	g := &globals{
 		prefix:         c.String("prefix"),
@@ -255,8 +255,7 @@ func connect(ctx context.Context, c *cli.Context, a access, opts ...coordinator.
 // noConnection is a connection to etcd that never became ready within
 // --dial-timeout: a hold.
 func noConnection(g *globals) error {
-	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect",
-		Detail: fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout)}
+	return store.NewError(coordinator.AuthorityUnavailable, "connect", "", "", fmt.Sprintf("no connection to etcd at %s within --dial-timeout %v", strings.Join(g.endpoints, ","), g.dialTimeout), nil)
 }
 
 // dialReady opens a client as the global flags say, its connection ready

@@ -129,7 +129,7 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		s.designs = []drill.Design{drill.Fenced, drill.Naive}
 	default:
 		if !slices.Contains(drill.Designs(), drill.Design(d)) {
-			return s, coordinator.Invalid("drill", "--design %q: use fenced, naive or both (or a graders' self-test design: %v)", d, drill.SelfTestDesigns())
+			return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--design %q: use fenced, naive or both (or a graders' self-test design: %v)", d, drill.SelfTestDesigns()), nil)
 		}
 		s.designs = []drill.Design{drill.Design(d)}
 	}
@@ -139,22 +139,22 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 		s.real = true
 		for _, f := range []string{"replay", "scenario", "svg", "parallel"} {
 			if c.IsSet(f) {
-				return s, coordinator.Invalid("drill", "--%s is for the simulated providers, not --providers real", f)
+				return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--%s is for the simulated providers, not --providers real", f), nil)
 			}
 		}
 		if !c.IsSet("trials") {
 			s.trials = drill.DefaultRealTrials
 		}
 	default:
-		return s, coordinator.Invalid("drill", "--providers %q: use sim or real", pr)
+		return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--providers %q: use sim or real", pr), nil)
 	}
 	if w := c.String("worker"); c.IsSet("worker") {
 		if s.worker = strings.Fields(w); len(s.worker) == 0 {
-			return s, coordinator.Invalid("drill", "--worker %q: give the worker's command and its arguments", w)
+			return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--worker %q: give the worker's command and its arguments", w), nil)
 		}
 		for _, f := range []string{"design", "scenario", "providers", "via-gateway"} {
 			if c.IsSet(f) {
-				return s, coordinator.Invalid("drill", "--%s is for the built-in designs, not --worker", f)
+				return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--%s is for the built-in designs, not --worker", f), nil)
 			}
 		}
 		s.designs = []drill.Design{drill.Worker}
@@ -172,24 +172,24 @@ func drillFlags(c *cli.Context) (drillSettings, error) {
 	}
 	if c.IsSet("replay") {
 		if s.replay < 0 {
-			return s, coordinator.Invalid("drill", "--replay %d: a trial number is 0 or more", s.replay)
+			return s, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("--replay %d: a trial number is 0 or more", s.replay), nil)
 		}
 		s.opts = append(s.opts, drill.WithReplay(s.replay))
 		s.trials = 1
 	}
 	if sc := c.String("scenario"); sc != "" {
 		if c.IsSet("replay") {
-			return s, coordinator.Invalid("drill", "--scenario and --replay: one or the other")
+			return s, store.NewError(store.InvalidInput, "drill", "", "", "--scenario and --replay: one or the other", nil)
 		}
 		s.scenario = drill.Scenario(sc)
 		s.opts = append(s.opts, drill.WithScenario(s.scenario))
 		s.trials = 1
 	}
 	if s.svg = c.String("svg"); s.svg != "" && s.scenario == "" && !c.IsSet("replay") {
-		return s, coordinator.Invalid("drill", "--svg draws one trial: give --replay N or --scenario")
+		return s, store.NewError(store.InvalidInput, "drill", "", "", "--svg draws one trial: give --replay N or --scenario", nil)
 	}
 	if c.IsSet("keep") && !endpointsOnCommandLine(c) {
-		return s, coordinator.Invalid("drill", "--keep needs --endpoints: the embedded etcd is removed at the end")
+		return s, store.NewError(store.InvalidInput, "drill", "", "", "--keep needs --endpoints: the embedded etcd is removed at the end", nil)
 	}
 	// Validate every option now, so that bad input sends nothing.
 	if err := drill.CheckOptions(s.opts...); err != nil {
@@ -235,13 +235,12 @@ func drillAction(c *cli.Context) error {
 		defer os.RemoveAll(dir)
 		cl, err := embedtest.Start(dir)
 		if err != nil {
-			return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "drill",
-				Detail: "cannot start the embedded etcd", Err: err}
+			return store.NewError(coordinator.AuthorityUnavailable, "drill", "", "", "cannot start the embedded etcd", err)
 		}
 		defer cl.Close()
 		client, err = cl.NewClient()
 		if err != nil {
-			return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "drill", Err: err}
+			return store.NewError(coordinator.AuthorityUnavailable, "drill", "", "", "", err)
 		}
 		where = "embedded etcd (1 member, fsync off)"
 	}
@@ -274,7 +273,7 @@ func drillAction(c *cli.Context) error {
 		cctx, cancel := cleanupContext(c)
 		defer cancel()
 		if err := drill.Cleanup(cctx, client, prefix); err != nil && runErr == nil {
-			runErr = &coordinator.Error{Disposition: coordinator.DispositionOf(err), Op: "drill", Detail: "cleaning up " + prefix, Err: err}
+			runErr = store.NewError(coordinator.DispositionOf(err), "drill", "", "", "cleaning up "+prefix, err)
 		}
 	}
 	if runErr != nil {

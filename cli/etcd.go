@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Tick settings of the local etcd: a 50 ms heartbeat and a 500 ms election
@@ -56,15 +57,15 @@ func runEtcd(c *cli.Context) error {
 	op := commandName(c)
 	clientURL, err := localURL(c.String("listen-client"))
 	if err != nil {
-		return coordinator.Invalid(op, "--listen-client: %v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--listen-client: %v", err), nil)
 	}
 	peerURL, err := localURL(c.String("listen-peer"))
 	if err != nil {
-		return coordinator.Invalid(op, "--listen-peer: %v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--listen-peer: %v", err), nil)
 	}
 	dir, err := filepath.Abs(c.String("data-dir"))
 	if err != nil || c.String("data-dir") == "" {
-		return coordinator.Invalid(op, "--data-dir %q: %v", c.String("data-dir"), err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--data-dir %q: %v", c.String("data-dir"), err), nil)
 	}
 	g := globalsOf(c)
 	lg := g.lg.Named("etcd")
@@ -89,17 +90,17 @@ func runEtcd(c *cli.Context) error {
 	e, err := embed.StartEtcd(cfg)
 	if err != nil && addrInUse(err) {
 		// Not a hold: retrying later does not free the port.
-		return coordinator.Invalid(op, "the address is in use (is another etcd running there?); stop it, or pick free ports with --listen-client and --listen-peer: %v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("the address is in use (is another etcd running there?); stop it, or pick free ports with --listen-client and --listen-peer: %v", err), nil)
 	}
 	if err != nil {
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "cannot start etcd", Err: err}
+		return store.NewError(coordinator.AuthorityUnavailable, op, "", "", "cannot start etcd", err)
 	}
 	closeEtcd := sync.OnceFunc(e.Close)
 	defer closeEtcd()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "etcd failed while starting", Err: err}
+		return store.NewError(coordinator.AuthorityUnavailable, op, "", "", "etcd failed while starting", err)
 	case <-c.Context.Done():
 		return nil
 	}
@@ -122,7 +123,7 @@ func runEtcd(c *cli.Context) error {
 		lg.Info("etcd stopped")
 		return nil
 	case err := <-e.Err():
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "etcd stopped", Err: err}
+		return store.NewError(coordinator.AuthorityUnavailable, op, "", "", "etcd stopped", err)
 	}
 }
 

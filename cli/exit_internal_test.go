@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // TestRefusalLineIsOneLine: a cause whose text spans lines still prints as
 // one stderr line.
 func TestRefusalLineIsOneLine(t *testing.T) {
 	t.Parallel()
-	err := &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "connect", Detail: "read failed",
-		Err: errors.New("rpc error: code = Unavailable desc = connection error:\n\tdesc = \"transport: tls: bad certificate\"\n")}
+	err := store.NewError(coordinator.AuthorityUnavailable, "connect", "", "", "read failed", errors.New("rpc error: code = Unavailable desc = connection error:\n\tdesc = \"transport: tls: bad certificate\"\n"))
 	line := errorOutputOf(err).line()
 	if strings.ContainsAny(line, "\n\r\t") || !strings.HasPrefix(line, "authority_unavailable: ") ||
 		!strings.Contains(line, `desc = "transport: tls: bad certificate"]`) {
@@ -31,10 +31,10 @@ func TestExitCodesHelpNamesEveryCode(t *testing.T) {
 	for _, e := range exitCodes {
 		inTable[e.code] = true
 	}
-	errs := []error{nil, &ownershipLost{cause: &coordinator.Error{Disposition: coordinator.ExpiredOwner}},
+	errs := []error{nil, &ownershipLost{cause: store.NewError(coordinator.ExpiredOwner, "", "", "", "", nil)},
 		&drillFailed{why: "x"}, &interrupted{err: errors.New("x")}, errors.New("no disposition")}
 	for _, d := range coordinator.Dispositions() {
-		errs = append(errs, &coordinator.Error{Disposition: d})
+		errs = append(errs, store.NewError(d, "", "", "", "", nil))
 	}
 	for _, err := range errs {
 		if code := ExitCode(err); !inTable[code] {
@@ -64,7 +64,7 @@ func TestDrillErrorExitCodes(t *testing.T) {
 	}
 	worker := fmt.Errorf("worker worker-a (pid 1): %w: drill worker worker-a: could not start", exitStatus)
 	reported := func(d coordinator.Disposition) error {
-		return &coordinator.Error{Disposition: d, Op: "drill worker worker-a", Detail: "could not start"}
+		return store.NewError(d, "drill worker worker-a", "", "", "could not start", nil)
 	}
 	for _, tc := range []struct {
 		name string
@@ -76,8 +76,8 @@ func TestDrillErrorExitCodes(t *testing.T) {
 		{"a worker's exit status alone", trial(worker), ExitRefused, ""},
 		{"a worker's hold beside its exit status", trial(reported(coordinator.AuthorityUnavailable), worker), ExitUnavailable, coordinator.AuthorityUnavailable},
 		{"a worker's denial beside its exit status", trial(reported(coordinator.PermissionDenied), worker), ExitDenied, coordinator.PermissionDenied},
-		{"invalid input", coordinator.Invalid("drill", "--trials 0"), ExitInvalid, coordinator.InvalidInput},
-		{"etcd's outcome_unknown", &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "drill"}, ExitOutcomeUnknown, coordinator.OutcomeUnknown},
+		{"invalid input", store.NewError(store.InvalidInput, "drill", "", "", "--trials 0", nil), ExitInvalid, coordinator.InvalidInput},
+		{"etcd's outcome_unknown", store.NewError(coordinator.OutcomeUnknown, "drill", "", "", "", nil), ExitOutcomeUnknown, coordinator.OutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := drillError(tc.err)

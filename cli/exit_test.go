@@ -18,6 +18,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // TestExitCodeOfEveryDisposition: each disposition maps to its class's
@@ -38,7 +39,7 @@ func TestExitCodeOfEveryDisposition(t *testing.T) {
 			continue // done is a nil error
 		}
 		t.Run(string(d), func(t *testing.T) {
-			err := fmt.Errorf("wrapped: %w", &coordinator.Error{Disposition: d, Op: "test"})
+			err := fmt.Errorf("wrapped: %w", store.NewError(d, "test", "", "", "", nil))
 			if got := cli.ExitCode(err); got != want[d.Class()] {
 				t.Fatalf("ExitCode(%s) = %d, want %d", d, got, want[d.Class()])
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -31,8 +32,7 @@ func viaGateway(c *cli.Context) bool {
 // notThroughGateway refuses a command that does not work through the
 // gateway.
 func notThroughGateway(c *cli.Context) error {
-	return coordinator.Invalid(commandName(c), "%s does not work through --gateway (%s do); drop --gateway to use etcd directly",
-		commandName(c), gatewayCommands)
+	return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("%s does not work through --gateway (%s do); drop --gateway to use etcd directly", commandName(c), gatewayCommands), nil)
 }
 
 // withGateway runs one command's calls through the gateway, bounded by
@@ -50,7 +50,7 @@ func withGateway(c *cli.Context, f func(ctx context.Context, gw *client.Client) 
 func withGatewayClient(c *cli.Context, f func(gw *client.Client) error) error {
 	g := globalsOf(c)
 	if g.tls == nil || c.String("cert") == "" {
-		return coordinator.Invalid(commandName(c), "--gateway needs --cert and --key (the gateway knows callers by their client certificates) and --cacert for its own")
+		return store.NewError(store.InvalidInput, commandName(c), "", "", "--gateway needs --cert and --key (the gateway knows callers by their client certificates) and --cacert for its own", nil)
 	}
 	gw, err := client.New(g.gateway, g.tls)
 	if err != nil {
@@ -67,7 +67,7 @@ func withGatewayClient(c *cli.Context, f func(gw *client.Client) error) error {
 func claimViaGateway(c *cli.Context) error {
 	op := commandName(c)
 	if c.IsSet("owner") {
-		return coordinator.Invalid(op, "--owner cannot be given with --gateway: the owner is the identity of your certificate")
+		return store.NewError(store.InvalidInput, op, "", "", "--owner cannot be given with --gateway: the owner is the identity of your certificate", nil)
 	}
 	l, err := labels(c, "tenant", "task")
 	if err != nil {
@@ -111,7 +111,7 @@ func statusViaGateway(c *cli.Context, tenant, task string) error {
 // requests, of which there are none through the gateway.
 func watchViaGateway(c *cli.Context, tenant string) error {
 	if c.IsSet("metrics-addr") {
-		return coordinator.Invalid(commandName(c), "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics")
+		return store.NewError(store.InvalidInput, commandName(c), "", "", "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics", nil)
 	}
 	return withGatewayClient(c, func(gw *client.Client) error {
 		out := globalsOf(c).out
@@ -167,7 +167,7 @@ func opsResolveViaGateway(c *cli.Context, g coordinator.Grant, operation string,
 
 func leaseRevokeViaGateway(c *cli.Context, id int64) error {
 	if c.Bool("force") {
-		return coordinator.Invalid(commandName(c), "--force cannot be given with --gateway: the gateway revokes only leasegate leases of its keyspace")
+		return store.NewError(store.InvalidInput, commandName(c), "", "", "--force cannot be given with --gateway: the gateway revokes only leasegate leases of its keyspace", nil)
 	}
 	return withGateway(c, func(ctx context.Context, gw *client.Client) error {
 		li, err := gw.RevokeLease(ctx, id)

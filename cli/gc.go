@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/retention"
 )
 
@@ -60,13 +62,13 @@ func gc(c *cli.Context) error {
 		return err
 	}
 	if viaGateway(c) {
-		return coordinator.Invalid(commandName(c), "gc does not work through --gateway: retention deletes records and fences "+
+		return store.NewError(store.InvalidInput, commandName(c), "", "", "gc does not work through --gateway: retention deletes records and fences "+
 			"across the whole keyspace, the deployment's maintenance job and no caller's; run it with --endpoints "+
-			"where etcd's credentials are, beside the gateway (docs/gateway.md)")
+			"where etcd's credentials are, beside the gateway (docs/gateway.md)", nil)
 	}
 	window := c.Duration("retention")
 	if window < time.Second {
-		return coordinator.Invalid(commandName(c), "--retention %v: the window is at least 1s", window)
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("--retention %v: the window is at least 1s", window), nil)
 	}
 	// Retention only ever deletes from a keyspace that exists: it never
 	// creates one (no keyspace: no_keyspace, exit 7).

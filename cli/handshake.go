@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // A connection that never became ready says only "context deadline
@@ -86,11 +87,9 @@ func handshakeReason(ctx context.Context, g *globals, op string, timeout time.Du
 	case len(reasons) == 0:
 		return nil
 	case refused == len(findings):
-		return &coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-			Detail: "TLS handshake failed: " + strings.Join(reasons, "; ")}
+		return store.NewError(coordinator.Unauthenticated, op, "", "", "TLS handshake failed: "+strings.Join(reasons, "; "), nil)
 	}
-	return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
-		Detail: "no connection to etcd: " + strings.Join(reasons, "; ")}
+	return store.NewError(coordinator.AuthorityUnavailable, op, "", "", "no connection to etcd: "+strings.Join(reasons, "; "), nil)
 }
 
 // probeEndpoint dials one endpoint as the etcd client would: TLS for

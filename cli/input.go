@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The flags several commands share, and the checks that run on them before
@@ -71,11 +72,11 @@ func labels(c *cli.Context, names ...string) ([]string, error) {
 	out := make([]string, len(names))
 	for i, n := range names {
 		if !c.IsSet(n) {
-			return nil, coordinator.Invalid(commandName(c), "--%s is required", n)
+			return nil, store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("--%s is required", n), nil)
 		}
 		v := c.String(n)
 		if err := coordinator.CheckLabel(n, v); err != nil {
-			return nil, coordinator.Invalid(commandName(c), "--%s: %v", n, err)
+			return nil, store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("--%s: %v", n, err), nil)
 		}
 		out[i] = v
 	}
@@ -87,7 +88,7 @@ func labels(c *cli.Context, names ...string) ([]string, error) {
 func ttlOf(c *cli.Context) (time.Duration, error) {
 	ttl := c.Duration("ttl")
 	if err := coordinator.CheckTTL(ttl); err != nil {
-		return 0, coordinator.Invalid(commandName(c), "--ttl: %v", err)
+		return 0, store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("--ttl: %v", err), nil)
 	}
 	return ttl, nil
 }
@@ -102,7 +103,7 @@ func grantOf(c *cli.Context) (coordinator.Grant, error) {
 	op := commandName(c)
 	name := c.String("grant")
 	if name == "" {
-		return coordinator.Grant{}, coordinator.Invalid(op, "--grant is required (a file, or - for stdin)")
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", "--grant is required (a file, or - for stdin)", nil)
 	}
 	var r io.Reader
 	if name == "-" {
@@ -110,21 +111,21 @@ func grantOf(c *cli.Context) (coordinator.Grant, error) {
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return coordinator.Grant{}, coordinator.Invalid(op, "--grant: %v", err)
+			return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--grant: %v", err), nil)
 		}
 		defer f.Close()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxGrantFile+1))
 	if err != nil {
-		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s: %v", name, err)
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--grant %s: %v", name, err), nil)
 	}
 	if len(data) > maxGrantFile {
-		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s is larger than %d bytes: not a grant", name, maxGrantFile)
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--grant %s is larger than %d bytes: not a grant", name, maxGrantFile), nil)
 	}
 	g, err := parseGrant(data)
 	if err != nil {
-		return coordinator.Grant{}, coordinator.Invalid(op, "--grant %s: %v", name, err)
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--grant %s: %v", name, err), nil)
 	}
 	return g, nil
 }

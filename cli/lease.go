@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 func leaseCommand() *cli.Command {
@@ -156,7 +157,7 @@ func leaseList(c *cli.Context) error {
 func leaseShow(c *cli.Context) error {
 	args := c.Args()
 	if args.Len() > 1 {
-		return coordinator.Invalid(commandName(c), "unexpected argument %q; see 'leasegate %s --help'", args.Get(1), commandName(c))
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("unexpected argument %q; see 'leasegate %s --help'", args.Get(1), commandName(c)), nil)
 	}
 	id, err := leaseOf(c, "a lease ID", args.First(), args.Present())
 	if err != nil {
@@ -189,16 +190,16 @@ func leaseOf(c *cli.Context, what, id string, given bool) (int64, error) {
 	op := commandName(c)
 	switch {
 	case given && c.IsSet("grant"):
-		return 0, coordinator.Invalid(op, "give %s or --grant, not both", what)
+		return 0, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("give %s or --grant, not both", what), nil)
 	case c.IsSet("grant"):
 		g, err := grantOf(c)
 		return g.Lease, err
 	case !given:
-		return 0, coordinator.Invalid(op, "%s or --grant is required; see 'leasegate %s --help'", what, op)
+		return 0, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%s or --grant is required; see 'leasegate %s --help'", what, op), nil)
 	}
 	n, err := coordinator.ParseLeaseID(id)
 	if err != nil {
-		return 0, coordinator.Invalid(op, "%s: %v", what, err)
+		return 0, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%s: %v", what, err), nil)
 	}
 	return n, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // metricsAddrFlag is --metrics-addr of the long-running commands (run,
@@ -35,11 +37,11 @@ func serveMetrics(c *cli.Context) (prometheus.Registerer, func(), error) {
 	}
 	op := commandName(c)
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, nil, coordinator.Invalid(op, "--metrics-addr %q: %v (want host:port)", addr, err)
+		return nil, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--metrics-addr %q: %v (want host:port)", addr, err), nil)
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, coordinator.Invalid(op, "--metrics-addr: %v", err)
+		return nil, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--metrics-addr: %v", err), nil)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -122,7 +123,7 @@ func opsList(c *cli.Context) error {
 	var task string
 	if c.IsSet("task") {
 		if tenant == "" {
-			return coordinator.Invalid(op, "--task needs --tenant")
+			return store.NewError(store.InvalidInput, op, "", "", "--task needs --tenant", nil)
 		}
 		l, err := labels(c, "task")
 		if err != nil {
@@ -133,7 +134,7 @@ func opsList(c *cli.Context) error {
 	var state ledger.State
 	if c.IsSet("state") {
 		if state, err = ledger.ParseState(strings.ToUpper(c.String("state"))); err != nil {
-			return coordinator.Invalid(op, "--state: %v", err)
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--state: %v", err), nil)
 		}
 	}
 	if viaGateway(c) {
@@ -178,14 +179,14 @@ func opsShow(c *cli.Context) error {
 	flagOp := c.String("operation")
 	switch {
 	case operation != "" && flagOp != "":
-		return coordinator.Invalid(op, "the operation is given twice: as the argument %q and --operation %q", operation, flagOp)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("the operation is given twice: as the argument %q and --operation %q", operation, flagOp), nil)
 	case operation == "" && flagOp == "":
-		return coordinator.Invalid(op, "which operation? give it as the argument or --operation")
+		return store.NewError(store.InvalidInput, op, "", "", "which operation? give it as the argument or --operation", nil)
 	case operation == "":
 		operation = flagOp
 	}
 	if err := coordinator.CheckLabel("operation", operation); err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	l, err := labels(c, "tenant", "task")
 	if err != nil {
@@ -210,7 +211,7 @@ func opsShow(c *cli.Context) error {
 // printRecord prints ops show's answer: the record and its journal.
 func printRecord(c *cli.Context, tenant, task, operation string, rec ledger.Record, journal []ledger.Transition) error {
 	if rec.State == "" {
-		return coordinator.Invalid(commandName(c), "no operation %q is recorded for %s/%s", operation, tenant, task)
+		return store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("no operation %q is recorded for %s/%s", operation, tenant, task), nil)
 	}
 	p := globalsOf(c).out
 	if p.json {
@@ -233,7 +234,7 @@ func opsResolve(c *cli.Context) error {
 		return err
 	}
 	if viaGateway(c) && c.IsSet("approver") {
-		return coordinator.Invalid(op, "--approver cannot be given with --gateway: the approver is the identity of your certificate")
+		return store.NewError(store.InvalidInput, op, "", "", "--approver cannot be given with --gateway: the approver is the identity of your certificate", nil)
 	}
 	names := []string{"operation", "approver"}
 	if viaGateway(c) {
@@ -245,18 +246,18 @@ func opsResolve(c *cli.Context) error {
 	}
 	to, err := ledger.ParseState(strings.ToUpper(c.String("to")))
 	if err != nil {
-		return coordinator.Invalid(op, "--to: %v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--to: %v", err), nil)
 	}
 	ev := ledger.Evidence{ProviderIDs: c.StringSlice("provider-id")}
 	if d := c.String("evidence"); d != "" {
 		if !json.Valid([]byte(d)) {
-			return coordinator.Invalid(op, "--evidence is not one JSON value (quote a string: '\"seen in the console\"')")
+			return store.NewError(store.InvalidInput, op, "", "", "--evidence is not one JSON value (quote a string: '\"seen in the console\"')", nil)
 		}
 		ev.Detail = json.RawMessage(d)
 	}
 	why := c.String("why")
 	if why == "" {
-		return coordinator.Invalid(op, "--why is required: what the evidence shows")
+		return store.NewError(store.InvalidInput, op, "", "", "--why is required: what the evidence shows", nil)
 	}
 	if viaGateway(c) {
 		return opsResolveViaGateway(c, g, l[0], to, ev, why)
@@ -333,14 +334,14 @@ func trailingFlags(c *cli.Context, args []string) error {
 	set.SetOutput(io.Discard)
 	for _, f := range c.Command.Flags {
 		if err := f.Apply(set); err != nil {
-			return coordinator.Invalid(op, "%v", err)
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if err := set.Parse(args); err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if set.NArg() > 0 {
-		return coordinator.Invalid(op, "unexpected argument %q; see 'leasegate %s --help'", set.Arg(0), op)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("unexpected argument %q; see 'leasegate %s --help'", set.Arg(0), op), nil)
 	}
 	var err error
 	set.Visit(func(f *flag.Flag) {
@@ -349,7 +350,7 @@ func trailingFlags(c *cli.Context, args []string) error {
 		}
 	})
 	if err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	return commandOutput(c)
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 func runCommand() *cli.Command {
@@ -164,9 +165,9 @@ func runSpecOf(c *cli.Context) (runSpec, error) {
 		// etcd requests, of which there are none through the gateway.
 		switch {
 		case c.IsSet("owner"):
-			return runSpec{}, coordinator.Invalid(op, "--owner cannot be given with --gateway: the owner is the identity of your certificate")
+			return runSpec{}, store.NewError(store.InvalidInput, op, "", "", "--owner cannot be given with --gateway: the owner is the identity of your certificate", nil)
 		case c.IsSet("metrics-addr"):
-			return runSpec{}, coordinator.Invalid(op, "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics")
+			return runSpec{}, store.NewError(store.InvalidInput, op, "", "", "--metrics-addr measures etcd requests, and through --gateway there are none; the gateway serves its own metrics", nil)
 		}
 		names = names[:2]
 	}
@@ -184,18 +185,18 @@ func runSpecOf(c *cli.Context) (runSpec, error) {
 	}
 	switch {
 	case spec.killAfter < 0:
-		return runSpec{}, coordinator.Invalid(op, "--kill-after %v is negative", spec.killAfter)
+		return runSpec{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--kill-after %v is negative", spec.killAfter), nil)
 	case spec.waitTimeout < 0:
-		return runSpec{}, coordinator.Invalid(op, "--wait-timeout %v is negative", spec.waitTimeout)
+		return runSpec{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--wait-timeout %v is negative", spec.waitTimeout), nil)
 	case c.IsSet("wait-timeout") && !spec.wait:
-		return runSpec{}, coordinator.Invalid(op, "--wait-timeout bounds --wait: give both, or neither")
+		return runSpec{}, store.NewError(store.InvalidInput, op, "", "", "--wait-timeout bounds --wait: give both, or neither", nil)
 	}
 	spec.args = c.Args().Slice()
 	if len(spec.args) == 0 {
-		return runSpec{}, coordinator.Invalid(op, "no command to run; see 'leasegate run --help'")
+		return runSpec{}, store.NewError(store.InvalidInput, op, "", "", "no command to run; see 'leasegate run --help'", nil)
 	}
 	if spec.path, err = exec.LookPath(spec.args[0]); err != nil {
-		return runSpec{}, coordinator.Invalid(op, "command %q: %v", spec.args[0], err)
+		return runSpec{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("command %q: %v", spec.args[0], err), nil)
 	}
 	return spec, nil
 }
@@ -233,7 +234,7 @@ func superviseChild(c *cli.Context, monitor func(context.Context) *coordinator.E
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = time.Second // bounds waiting on output pipes a grandchild holds
 	if err := cmd.Start(); err != nil {
-		return childStatus{}, nil, coordinator.Invalid(commandName(c), "cannot start %q: %v", spec.args[0], err)
+		return childStatus{}, nil, store.NewError(store.InvalidInput, commandName(c), "", "", fmt.Sprintf("cannot start %q: %v", spec.args[0], err), nil)
 	}
 	lg.Info("child started", zap.Int("pid", cmd.Process.Pid))
 	exited := make(chan error, 1)
@@ -410,7 +411,7 @@ func watchOnce(ctx context.Context, co *coordinator.Coordinator, s *coordinator.
 	owner := co.Client().Watch(wctx, k.Owner(g.Tenant, g.Task), clientv3.WithRev(from))
 	realm := co.Client().Watch(wctx, k.Realm(), clientv3.WithRev(from))
 	refuse := func(d coordinator.Disposition, format string, args ...any) *coordinator.Error {
-		return coordinator.Refusal(d, "run", g.Tenant, g.Task, fmt.Sprintf(format, args...))
+		return store.NewError(d, "run", g.Tenant, g.Task, fmt.Sprintf(format, args...), nil)
 	}
 	next = from
 	for {
@@ -454,7 +455,7 @@ func cutError(resp clientv3.WatchResponse, open bool) error {
 }
 
 func sessionLost(g coordinator.Grant, s *coordinator.Session) *coordinator.Error {
-	e := coordinator.Refusal(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act")
+	e := store.NewError(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act", nil)
 	e.Err = s.Err()
 	var lost *coordinator.Error
 	if errors.As(e.Err, &lost) { // the session's own expired_owner: keep only its cause

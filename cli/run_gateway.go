@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // run through the gateway: the same claim, child, monitor and release as
@@ -106,7 +107,7 @@ func (f *ownerFeed) wait(ctx context.Context, done <-chan struct{}) error {
 	case <-done:
 		return errFeedBroken
 	case <-ctx.Done():
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "run", Detail: "the gateway's ownership watch was not established in time; nothing claimed", Err: context.Cause(ctx)}
+		return store.NewError(coordinator.AuthorityUnavailable, "run", "", "", "the gateway's ownership watch was not established in time; nothing claimed", context.Cause(ctx))
 	}
 }
 
@@ -246,7 +247,7 @@ func watchFeed(ctx context.Context, s *client.Session, f *ownerFeed, g coordinat
 // nil if it is.
 func ownershipChanged(g coordinator.Grant, o coordinator.Ownership, rev int64) *coordinator.Error {
 	refuse := func(d coordinator.Disposition, format string, args ...any) *coordinator.Error {
-		return coordinator.Refusal(d, "run", g.Tenant, g.Task, fmt.Sprintf(format, args...))
+		return store.NewError(d, "run", g.Tenant, g.Task, fmt.Sprintf(format, args...), nil)
 	}
 	switch {
 	case o.Stale:
@@ -261,7 +262,7 @@ func ownershipChanged(g coordinator.Grant, o coordinator.Ownership, rev int64) *
 }
 
 func gatewaySessionLost(g coordinator.Grant, s *client.Session) *coordinator.Error {
-	e := coordinator.Refusal(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act")
+	e := store.NewError(coordinator.ExpiredOwner, "run", g.Tenant, g.Task, "the session can no longer act", nil)
 	e.Err = s.Err()
 	return e
 }

@@ -113,10 +113,10 @@ func runServe(c *cli.Context) error {
 	}
 	op := c.Command.FullName()
 	if (c.String("config") == "") == (c.String("dev") == "") {
-		return coordinator.Invalid(op, "give --config FILE or --dev DIR (one of them)")
+		return store.NewError(store.InvalidInput, op, "", "", "give --config FILE or --dev DIR (one of them)", nil)
 	}
 	if c.Bool("check") && c.String("config") == "" {
-		return coordinator.Invalid(op, "--check checks a --config FILE")
+		return store.NewError(store.InvalidInput, op, "", "", "--check checks a --config FILE", nil)
 	}
 	g := globalsOf(c)
 	// A server logs its state changes: info unless --log-level says
@@ -139,7 +139,7 @@ func runServe(c *cli.Context) error {
 	}
 	tp, shutdownTracing, err := gateway.TracerProvider(c.Context, firstNonEmpty(c.String("otlp-endpoint"), plan.cfg.OTLPEndpoint), c.Bool("otlp-insecure"))
 	if err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
 	cli3, etcdOpts, err := serveEtcdClient(c, plan, lg, tp)
@@ -183,7 +183,7 @@ func runServe(c *cli.Context) error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return coordinator.Invalid(op, "--listen %s: %v", addr, err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--listen %s: %v", addr, err), nil)
 	}
 	out := serveOutput{Disposition: ok, Address: "https://" + ln.Addr().String(), Dir: plan.dir, Endpoints: plan.endpoints}
 	out.Console = out.Address + console.Path
@@ -274,7 +274,7 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	}
 	dir, err := filepath.Abs(c.String("dev"))
 	if err != nil {
-		return servePlan{}, coordinator.Invalid(op, "--dev: %v", err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("--dev: %v", err), nil)
 	}
 	// A restart on the same DIR keeps what a caller holds: the CA and the
 	// client certificates (while valid for another hour), the session key
@@ -283,19 +283,19 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	certs, reused := gateway.ReadDevCerts(dir, devTrustDomain, devCallers...)
 	if !reused {
 		if certs, err = gateway.WriteDevCerts(dir, devTrustDomain, devCallers...); err != nil {
-			return servePlan{}, coordinator.Invalid(op, "%v", err)
+			return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	// A PKCS#12 file per identity, for a browser to present (the console).
 	for _, name := range devCallers {
 		f := certs.Clients[name]
 		if err := console.WritePKCS12(filepath.Join(dir, name+".p12"), f.Cert, f.Key, certs.CA, console.DevPKCS12Password); err != nil {
-			return servePlan{}, coordinator.Invalid(op, "%v", err)
+			return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	key, err := devSessionKey(filepath.Join(dir, "session.key"), reused)
 	if err != nil {
-		return servePlan{}, coordinator.Invalid(op, "session key: %v", err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("session key: %v", err), nil)
 	}
 	if reused {
 		lg.Warn("serve --dev: reusing the certificates, session key and etcd data of the directory; the simulated providers start afresh (writer db-1, no DNS records), so records from the last run may name effects this world never saw",
@@ -303,7 +303,7 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	}
 	tlsCfg, err := gateway.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
 	if err != nil {
-		return servePlan{}, coordinator.Invalid(op, "%v", err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	p := servePlan{dir: dir, key: key, tls: tlsCfg, adapters: devprovider.New("db-1").Adapters(),
 		cfg: gateway.Config{TLS: gateway.TLSFiles{Cert: certs.ServerCert, Key: certs.ServerKey, ClientCA: certs.CA}}}
@@ -324,7 +324,7 @@ func planServe(c *cli.Context, op string, lg *zap.Logger) (servePlan, error) {
 	}
 	cl, err := embedtest.Start(filepath.Join(dir, "etcd"), embedtest.WithLogger(etcdLog))
 	if err != nil {
-		return servePlan{}, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "cannot start the embedded etcd", Err: err}
+		return servePlan{}, store.NewError(coordinator.AuthorityUnavailable, op, "", "", "cannot start the embedded etcd", err)
 	}
 	p.embedded, p.endpoints = cl, cl.Endpoints()
 	return p, nil
@@ -355,11 +355,11 @@ func devSessionKey(path string, reuse bool) ([]byte, error) {
 func planConfig(op, path string) (servePlan, error) {
 	cfg, err := gateway.LoadConfig(path)
 	if err != nil {
-		return servePlan{}, coordinator.Invalid(op, "%v", err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	p := servePlan{cfg: cfg, ids: cfg.Identities, endpoints: cfg.Etcd.Endpoints}
 	bad := func(field string, err error) (servePlan, error) {
-		return servePlan{}, coordinator.Invalid(op, "gateway: config %s: %s: %v", path, field, err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("gateway: config %s: %s: %v", path, field, err), nil)
 	}
 	if p.key, err = secretfile.Read("session key file", cfg.SessionKeyFile); err != nil {
 		return bad("session_key_file", err)
@@ -399,9 +399,9 @@ func planConfig(op, path string) (servePlan, error) {
 	if p.adapters, err = cfg.NewAdapters(); err != nil {
 		var ce *coordinator.Error
 		if errors.As(err, &ce) {
-			return servePlan{}, coordinator.Invalid(op, "gateway: config %s: %s", path, ce.Detail)
+			return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("gateway: config %s: %s", path, ce.Detail), nil)
 		}
-		return servePlan{}, coordinator.Invalid(op, "%v", err)
+		return servePlan{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	return p, nil
 }
@@ -414,7 +414,7 @@ func serveEtcdClient(c *cli.Context, p servePlan, lg *zap.Logger, tp trace.Trace
 	if p.embedded != nil { // its clients have coordinator.DialOptions already
 		cli3, err := p.embedded.NewClient(gateway.TraceDialOption(tp))
 		if err != nil {
-			return nil, nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "serve", Detail: "cannot reach the embedded etcd", Err: err}
+			return nil, nil, store.NewError(coordinator.AuthorityUnavailable, "serve", "", "", "cannot reach the embedded etcd", err)
 		}
 		return cli3, nil, nil
 	}

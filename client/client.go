@@ -47,6 +47,7 @@ import (
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -128,11 +129,11 @@ func New(baseURL string, tlsConfig *tls.Config, opts ...Option) (*Client, error)
 	var o options
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("client", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "client", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if tlsConfig == nil {
-		return nil, coordinator.Invalid("client", "a TLS configuration is required: the gateway knows its callers by their certificates")
+		return nil, store.NewError(store.InvalidInput, "client", "", "", "a TLS configuration is required: the gateway knows its callers by their certificates", nil)
 	}
 	hc := HTTPClient(tlsConfig)
 	if o.grpc { // the gRPC protocol needs HTTP/2 for every call
@@ -205,7 +206,7 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // error becomes a *coordinator.Error.
 func call[Req, Resp any](ctx context.Context, op string, write bool, f func(context.Context, *Req) (*Resp, error), req *Req) (*Resp, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
+		return nil, store.NewError(coordinator.AuthorityUnavailable, op, "", "", "not sent: context already done", err)
 	}
 	var sent atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }})
@@ -270,14 +271,11 @@ func classify(op string, write, sent bool, err error) error {
 	}
 	switch {
 	case !sent:
-		return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
-			Detail: "not sent: the gateway could not be reached; nothing written; hold", Err: err}, hintNotSent)
+		return hinted(store.NewError(coordinator.AuthorityUnavailable, op, "", "", "not sent: the gateway could not be reached; nothing written; hold", err), hintNotSent)
 	case !write:
-		return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op,
-			Detail: "the gateway did not answer a read; nothing written", Err: err}, hintReadLost)
+		return hinted(store.NewError(coordinator.AuthorityUnavailable, op, "", "", "the gateway did not answer a read; nothing written", err), hintReadLost)
 	}
-	return hinted(&coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: op,
-		Detail: "sent to the gateway, no answer: it may have applied; retry the same operation to learn", Err: err}, hintAnswerLost)
+	return hinted(store.NewError(coordinator.OutcomeUnknown, op, "", "", "sent to the gateway, no answer: it may have applied; retry the same operation to learn", err), hintAnswerLost)
 }
 
 // Release lets go of g, only while it is current.
@@ -523,7 +521,7 @@ func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.Ow
 		opt(&o)
 	}
 	if err := ctx.Err(); err != nil {
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "not sent: context already done", Err: err}
+		return store.NewError(coordinator.AuthorityUnavailable, op, "", "", "not sent: context already done", err)
 	}
 	stream, err := c.reads.WatchOwnership(ctx, &leasegatev1.WatchOwnershipRequest{Tenant: tenant, MarkSynced: o.synced != nil})
 	if err != nil {
@@ -546,7 +544,7 @@ func (c *Client) Watch(ctx context.Context, tenant string, f func(coordinator.Ow
 	if err := stream.Err(); err != nil {
 		return classify(op, false, true, err)
 	}
-	return hinted(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Detail: "the gateway ended the watch; nothing written"},
+	return hinted(store.NewError(coordinator.AuthorityUnavailable, op, "", "", "the gateway ended the watch; nothing written", nil),
 		"the gateway ended the stream; nothing was written; watch again")
 }
 

@@ -2,12 +2,13 @@ package client
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 
 	"connectrpc.com/connect"
 
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
-	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // NewWithHTTPClient is a client of the gateway at baseURL that sends its
@@ -20,11 +21,11 @@ func NewWithHTTPClient(baseURL string, hc *http.Client, opts ...Option) (*Client
 	var o options
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("client", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "client", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if hc == nil {
-		return nil, coordinator.Invalid("client", "nil HTTP client")
+		return nil, store.NewError(store.InvalidInput, "client", "", "", "nil HTTP client", nil)
 	}
 	var copts []connect.ClientOption
 	if o.grpc {

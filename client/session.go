@@ -7,6 +7,7 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 )
 
@@ -55,7 +56,7 @@ func (c *Client) OpenSession(ctx context.Context, ttl time.Duration, opts ...Ses
 	}
 	lease, err := coordinator.ParseLeaseID(resp.GetSession().GetLease())
 	if err != nil {
-		return nil, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "session", Detail: "the gateway answered with a malformed lease", Err: err}
+		return nil, store.NewError(coordinator.OutcomeUnknown, "session", "", "", "the gateway answered with a malformed lease", err)
 	}
 	s := &Session{c: c, owner: resp.GetSession().GetOwner(), lease: lease, ttl: resp.GetSession().GetTtl().AsDuration(),
 		donec: make(chan struct{})}
@@ -127,11 +128,10 @@ func (s *Session) Err() error {
 
 func (s *Session) usable(op, tenant, task string) error {
 	if err := s.Err(); err != nil {
-		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op, Tenant: tenant, Task: task, Detail: "the session can no longer act", Err: err}
+		return store.NewError(coordinator.ExpiredOwner, op, tenant, task, "the session can no longer act", err)
 	}
 	if time.Now().After(s.Deadline()) {
-		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op, Tenant: tenant, Task: task,
-			Detail: "the session is past its local deadline", Err: coordinator.ErrSessionDeadline}
+		return store.NewError(coordinator.ExpiredOwner, op, tenant, task, "the session is past its local deadline", coordinator.ErrSessionDeadline)
 	}
 	return nil
 }
@@ -165,8 +165,7 @@ func (s *Session) Claim(ctx context.Context, tenant, task string) (coordinator.G
 	}
 	g, err := wire.GrantFromProto("claim", resp.GetGrant())
 	if err != nil {
-		return coordinator.Grant{}, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "claim", Tenant: tenant, Task: task,
-			Detail: "the gateway answered with a malformed grant", Err: err}
+		return coordinator.Grant{}, store.NewError(coordinator.OutcomeUnknown, "claim", tenant, task, "the gateway answered with a malformed grant", err)
 	}
 	return g, nil
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -28,7 +30,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	tenant, task, operation, action := r.PathValue("tenant"), r.PathValue("task"), r.PathValue("operation"), r.PathValue("action")
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, http.StatusBadRequest, cl, "Not done", coordinator.Invalid(action, "the form: %v", err))
+		c.fail(w, r, http.StatusBadRequest, cl, "Not done", store.NewError(store.InvalidInput, action, "", "", fmt.Sprintf("the form: %v", err), nil))
 		return
 	}
 	if err := sameOrigin(r); err != nil {
@@ -55,7 +57,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 			_, err = cl.api.Resolve(cl.ctx, tenant, task, operation, ledger.State(f.Get("to")), ev, f.Get("why"))
 		}
 	default:
-		c.fail(w, r, http.StatusNotFound, cl, "Not done", coordinator.Invalid("console", "no action %q (approve, reject, resolve)", action))
+		c.fail(w, r, http.StatusNotFound, cl, "Not done", store.NewError(store.InvalidInput, "console", "", "", fmt.Sprintf("no action %q (approve, reject, resolve)", action), nil))
 		return
 	}
 	if err != nil {
@@ -73,7 +75,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 func (c *Console) refuseForm(w http.ResponseWriter, r *http.Request, cl caller, action string, err error) {
 	c.lg.Warn("console action refused: not from a console page", zap.String("identity", cl.id.ID), zap.String("action", action),
 		zap.String("path", r.URL.Path), zap.String("origin", r.Header.Get("Origin")), zap.Error(err))
-	c.fail(w, r, http.StatusForbidden, cl, "Not done: "+action, &coordinator.Error{Disposition: coordinator.PermissionDenied, Op: "console " + action, Detail: err.Error()})
+	c.fail(w, r, http.StatusForbidden, cl, "Not done: "+action, store.NewError(coordinator.PermissionDenied, "console "+action, "", "", err.Error(), nil))
 }
 
 // evidenceOf reads a resolution's evidence: provider ids one a line, and
@@ -87,7 +89,7 @@ func evidenceOf(f url.Values) (ledger.Evidence, error) {
 	}
 	if d := strings.TrimSpace(f.Get("detail")); d != "" {
 		if !json.Valid([]byte(d)) {
-			return ev, coordinator.Invalid("resolve", "evidence detail is not JSON")
+			return ev, store.NewError(store.InvalidInput, "resolve", "", "", "evidence detail is not JSON", nil)
 		}
 		ev.Detail = json.RawMessage(d)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Path is where the console is served on the gateway's port.
@@ -87,16 +88,16 @@ func ActionKey(sessionKey []byte) []byte {
 // New is the console of srv: mount it with srv.Mount(console.Path, c).
 func New(srv *gateway.Server, opts ...Option) (*Console, error) {
 	if srv == nil {
-		return nil, coordinator.Invalid("console", "nil gateway server")
+		return nil, store.NewError(store.InvalidInput, "console", "", "", "nil gateway server", nil)
 	}
 	o := options{lg: zap.NewNop()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("console", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "console", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if o.key == nil {
-		return nil, coordinator.Invalid("console", "an action key is required (WithActionKey)")
+		return nil, store.NewError(store.InvalidInput, "console", "", "", "an action key is required (WithActionKey)", nil)
 	}
 	// The API itself, in this process: every read and action of the
 	// console is one of its calls, with the browser's certificate.

@@ -2,11 +2,13 @@ package console
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -151,13 +153,13 @@ func (c *Console) effectsPage(w http.ResponseWriter, r *http.Request) {
 	if f.State != "" {
 		s, err := ledger.ParseState(f.State)
 		if err != nil {
-			c.fail(w, r, http.StatusBadRequest, cl, "Effects", coordinator.Invalid("ops list", "state: %v", err))
+			c.fail(w, r, http.StatusBadRequest, cl, "Effects", store.NewError(store.InvalidInput, "ops list", "", "", fmt.Sprintf("state: %v", err), nil))
 			return
 		}
 		st = s
 	}
 	if f.Task != "" && f.Tenant == "" {
-		c.fail(w, r, http.StatusBadRequest, cl, "Effects", coordinator.Invalid("ops list", "a task filter needs its tenant"))
+		c.fail(w, r, http.StatusBadRequest, cl, "Effects", store.NewError(store.InvalidInput, "ops list", "", "", "a task filter needs its tenant", nil))
 		return
 	}
 	all, err := c.records(cl, f.Tenant, f.Task, st)
@@ -228,8 +230,7 @@ func (c *Console) operation(cl caller, tenant, task, operation string) (operatio
 		return operationView{}, err
 	}
 	if rec.State == "" {
-		return operationView{}, &coordinator.Error{Disposition: coordinator.InvalidInput, Op: "ops show", Tenant: tenant, Task: task,
-			Detail: "no operation " + operation + " is recorded for " + tenant + "/" + task}
+		return operationView{}, store.NewError(coordinator.InvalidInput, "ops show", tenant, task, "no operation "+operation+" is recorded for "+tenant+"/"+task, nil)
 	}
 	v := operationView{base: c.base(cl, "Operation "+operation, "effects"), Record: rec, Journal: journal}
 	if o, err := cl.api.Owner(cl.ctx, tenant, task); err == nil {

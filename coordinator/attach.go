@@ -2,8 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/leasegate/leasegate/internal/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -38,13 +40,13 @@ func (s *Session) Detach() {
 // (expired_owner).
 func (c *Coordinator) Attach(owner string, lease int64, ttl time.Duration, deadline time.Time) (*Session, error) {
 	if err := CheckLabel("owner", owner); err != nil {
-		return nil, Invalid("session", "%v", err)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if lease <= 0 {
-		return nil, Invalid("session", "lease %d must be positive", lease)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("lease %d must be positive", lease), nil)
 	}
 	if err := CheckTTL(ttl); err != nil {
-		return nil, Invalid("session", "%v", err)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	s := &Session{
 		c: c, owner: owner, lease: clientv3.LeaseID(lease), ttl: ttl,

@@ -40,7 +40,7 @@ func (s *Session) Claim(ctx context.Context, tenant, task string) (Grant, error)
 // observed, so that Acquire can watch from there.
 func (s *Session) claim(ctx context.Context, tenant, task string) (Grant, int64, error) {
 	if err := CheckTask(tenant, task); err != nil {
-		return Grant{}, 0, Invalid("claim", "%v", err)
+		return Grant{}, 0, store.NewError(InvalidInput, "claim", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := s.usable("claim", tenant, task); err != nil {
 		return Grant{}, 0, err

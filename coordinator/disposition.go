@@ -115,13 +115,3 @@ type Error = store.Error
 // is none of the packages' own is outcome_unknown: never a guess of success
 // or of denial.
 func DispositionOf(err error) Disposition { return store.DispositionOf(err) }
-
-// Invalid is an invalid_input error for op: bad input refused before any I/O.
-func Invalid(op, format string, args ...any) *Error { return store.Invalid(op, format, args...) }
-
-// Refusal builds an error of a refused disposition for op on a task. It is
-// for the packages built on coordinator (fencedtxn), so that every refusal
-// has one shape.
-func Refusal(d Disposition, op, tenant, task, detail string) *Error {
-	return store.NewError(d, op, tenant, task, detail, nil)
-}

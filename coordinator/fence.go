@@ -11,6 +11,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -51,7 +52,7 @@ func (c *Coordinator) Current(ctx context.Context, g Grant) error {
 // current is Current with op naming the request in its errors.
 func (c *Coordinator) current(ctx context.Context, op string, g Grant) error {
 	if err := g.Validate(); err != nil {
-		return Invalid(op, "%v", err)
+		return store.NewError(InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: op, Tenant: g.Tenant, Task: g.Task, ReadOnly: true,
 		If: c.Guard(g), Else: c.s.GuardReads(g)})

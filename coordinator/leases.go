@@ -82,7 +82,7 @@ func (c *Coordinator) Leases(ctx context.Context) ([]LeaseInfo, error) {
 // know — expired or revoked — is expired_owner. It only reads.
 func (c *Coordinator) Lease(ctx context.Context, id int64) (LeaseInfo, error) {
 	if id <= 0 {
-		return LeaseInfo{}, Invalid("lease show", "lease %d must be positive", id)
+		return LeaseInfo{}, store.NewError(InvalidInput, "lease show", "", "", fmt.Sprintf("lease %d must be positive", id), nil)
 	}
 	li := LeaseInfo{ID: id, Tasks: []LeaseTask{}}
 	if err := c.leaseTTL(ctx, "lease show", &li); err != nil {
@@ -195,7 +195,7 @@ func (c *Coordinator) ownerKeys(ctx context.Context, op, tenant string) ([]*mvcc
 // keys.
 func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
 	if lease <= 0 {
-		return Invalid("lease revoke", "lease %d must be positive", lease)
+		return store.NewError(InvalidInput, "lease revoke", "", "", fmt.Sprintf("lease %d must be positive", lease), nil)
 	}
 	if err := c.revoke(ctx, "lease revoke", lease); err != nil {
 		return err
@@ -222,7 +222,7 @@ func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
 func (c *Coordinator) RevokeOwnerLease(ctx context.Context, id int64) (LeaseInfo, error) {
 	const op = "lease revoke"
 	if id <= 0 {
-		return LeaseInfo{}, Invalid(op, "lease %d must be positive", id)
+		return LeaseInfo{}, store.NewError(InvalidInput, op, "", "", fmt.Sprintf("lease %d must be positive", id), nil)
 	}
 	li, err := c.Lease(ctx, id)
 	if err != nil {
@@ -272,12 +272,11 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	switch {
 	case len(foreign) > 0:
 		sort.Strings(foreign)
-		return Invalid(op, "lease %s carries %d key(s) that are not owner keys of %s (%s): it is not a leasegate lease "+
-			"of this keyspace; nothing revoked", lease, len(foreign), c.keys.Prefix(),
-			strings.Join(firstN(foreign, 3), ", "))
+		return store.NewError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries %d key(s) that are not owner keys of %s (%s): it is not a leasegate lease "+
+			"of this keyspace; nothing revoked", lease, len(foreign), c.keys.Prefix(), strings.Join(firstN(foreign, 3), ", ")), nil)
 	case owners == 0:
-		return Invalid(op, "lease %s carries no owner key of %s (another application's lease, or one whose tasks were all released): "+
-			"nothing revoked", lease, c.keys.Prefix())
+		return store.NewError(InvalidInput, op, "", "", fmt.Sprintf("lease %s carries no owner key of %s (another application's lease, or one whose tasks were all released): "+
+			"nothing revoked", lease, c.keys.Prefix()), nil)
 	}
 	return nil
 }

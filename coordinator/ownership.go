@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -28,7 +29,7 @@ func markStale(o *Ownership, realm *mvccpb.KeyValue) {
 // Owner reads one task's ownership linearizably.
 func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership, error) {
 	if err := CheckTask(tenant, task); err != nil {
-		return Ownership{}, Invalid("status", "%v", err)
+		return Ownership{}, store.NewError(InvalidInput, "status", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	k := c.keys
 	var resp *clientv3.TxnResponse
@@ -59,7 +60,7 @@ func (c *Coordinator) Owner(ctx context.Context, tenant, task string) (Ownership
 func (c *Coordinator) List(ctx context.Context, tenant string) ([]Ownership, error) {
 	if tenant != "" {
 		if err := CheckLabel("tenant", tenant); err != nil {
-			return nil, Invalid("list", "%v", err)
+			return nil, store.NewError(InvalidInput, "list", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	k := c.keys

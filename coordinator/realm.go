@@ -104,17 +104,17 @@ func newCoordinator(op string, client *clientv3.Client, opts []Option) (*Coordin
 	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, Invalid(op, "%v", err)
+			return nil, store.NewError(InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if client == nil {
-		return nil, Invalid(op, "nil etcd client")
+		return nil, store.NewError(InvalidInput, op, "", "", "nil etcd client", nil)
 	}
 	c := &Coordinator{client: client, keys: store.NewKeys(o.prefix), lg: o.logger.Named("coordinator"), opts: o}
 	if o.registerer != nil {
 		m, err := newMetrics(o.registerer)
 		if err != nil {
-			return nil, Invalid(op, "%v", err)
+			return nil, store.NewError(InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 		c.metrics = m
 	}
@@ -179,8 +179,7 @@ func (c *Coordinator) readRealm(ctx context.Context, op string) (bool, error) {
 func (c *Coordinator) adoptRealmReads(op string, rs []*pb.ResponseOp) (bool, error) {
 	for i, k := range c.ancestors {
 		if store.FirstKV(rs[i+1]) != nil {
-			return false, Invalid(op, "prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it",
-				c.keys.Prefix(), strings.TrimSuffix(k, store.RealmSuffix), k)
+			return false, store.NewError(InvalidInput, op, "", "", fmt.Sprintf("prefix %s is nested inside the leasegate keyspace at %s (it holds %s); choose a prefix outside it", c.keys.Prefix(), strings.TrimSuffix(k, store.RealmSuffix), k), nil)
 		}
 	}
 	kv := store.FirstKV(rs[0])

@@ -22,7 +22,7 @@ func (c *Coordinator) Release(ctx context.Context, g Grant) error {
 
 func (c *Coordinator) release(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
-		return Invalid("release", "%v", err)
+		return store.NewError(InvalidInput, "release", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	resp, err := c.s.Txn(ctx, store.TxnRequest{Op: "release", Tenant: g.Tenant, Task: g.Task,
 		If: c.Guard(g), Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}, Else: c.s.GuardReads(g)})
@@ -44,7 +44,7 @@ func (c *Coordinator) release(ctx context.Context, g Grant) error {
 // stale_owner, and nothing is deleted.
 func (s *Session) ReleaseTask(ctx context.Context, tenant, task string) error {
 	if err := CheckTask(tenant, task); err != nil {
-		return Invalid("release", "%v", err)
+		return store.NewError(InvalidInput, "release", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	owner := s.c.keys.Owner(tenant, task)
 	resp, err := s.c.s.Txn(ctx, store.TxnRequest{Op: "release", Tenant: tenant, Task: task,

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -20,7 +21,7 @@ func (c *Coordinator) Renew(ctx context.Context, g Grant) error {
 
 func (c *Coordinator) renew(ctx context.Context, g Grant) error {
 	if err := g.Validate(); err != nil {
-		return Invalid("renew", "%v", err)
+		return store.NewError(InvalidInput, "renew", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := c.current(ctx, "renew", g); err != nil {
 		return err

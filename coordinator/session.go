@@ -56,19 +56,19 @@ type Session struct {
 // changed: the TTL in force is the TTL asked for.
 func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Duration, opts ...SessionOption) (*Session, error) {
 	if err := CheckLabel("owner", owner); err != nil {
-		return nil, Invalid("session", "%v", err)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := CheckTTL(ttl); err != nil {
-		return nil, Invalid("session", "%v", err)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	o := sessionOptions{margin: max(ttl/10, minMargin), keepAlive: true}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, Invalid("session", "%v", err)
+			return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if o.margin >= ttl {
-		return nil, Invalid("session", "margin %v must be shorter than ttl %v", o.margin, ttl)
+		return nil, store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("margin %v must be shorter than ttl %v", o.margin, ttl), nil)
 	}
 	sent := time.Now()
 	var resp *clientv3.LeaseGrantResponse
@@ -81,7 +81,7 @@ func (c *Coordinator) NewSession(ctx context.Context, owner string, ttl time.Dur
 	}
 	if granted := time.Duration(resp.TTL) * time.Second; granted != ttl {
 		rerr := c.revoke(ctx, "session", int64(resp.ID))
-		e := Invalid("session", "etcd granted ttl %v instead of %v (below the cluster's minimum lease TTL); ask for at least %v", granted, ttl, granted)
+		e := store.NewError(InvalidInput, "session", "", "", fmt.Sprintf("etcd granted ttl %v instead of %v (below the cluster's minimum lease TTL); ask for at least %v", granted, ttl, granted), nil)
 		e.Err = rerr
 		return nil, e
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -124,7 +125,7 @@ func TestDispositionOf(t *testing.T) {
 		t.Fatalf("foreign error: %q, want outcome_unknown", d)
 	}
 	cause := errors.New("cause")
-	e := &coordinator.Error{Disposition: coordinator.StaleOwner, Op: "commit", Err: cause}
+	e := store.NewError(coordinator.StaleOwner, "commit", "", "", "", cause)
 	wrapped := fmt.Errorf("outer: %w", e)
 	if coordinator.DispositionOf(wrapped) != coordinator.StaleOwner || !errors.Is(wrapped, coordinator.ErrStaleOwner) || !errors.Is(wrapped, cause) {
 		t.Fatalf("wrapped error lost its disposition or cause: %v", wrapped)

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -53,7 +54,7 @@ const watchRetry = 500 * time.Millisecond
 func (c *Coordinator) Watch(ctx context.Context, tenant string) (<-chan OwnershipEvent, error) {
 	if tenant != "" {
 		if err := CheckLabel("tenant", tenant); err != nil {
-			return nil, Invalid("watch", "%v", err)
+			return nil, store.NewError(InvalidInput, "watch", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	known, rev, err := c.listOwners(ctx, tenant)

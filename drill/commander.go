@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -350,7 +351,7 @@ func (c *worldCommander) call(rec ledger.Record, who, decision, reason, why stri
 			return oerr
 		}
 		if !o.Owned() {
-			return coordinator.Refusal(coordinator.ExpiredOwner, decision, rec.Tenant, rec.Task, "nobody holds the task")
+			return store.NewError(coordinator.ExpiredOwner, decision, rec.Tenant, rec.Task, "nobody holds the task", nil)
 		}
 		g := coordinator.Grant{Realm: w.run.coord.Realm(), Tenant: rec.Tenant, Task: rec.Task, Owner: o.Owner, Epoch: o.Epoch, Lease: o.Lease}
 		switch decision {

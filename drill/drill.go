@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // DefaultTrials matches the seed's 1,200 fault-injection trials per design.
@@ -174,7 +175,7 @@ func CheckOptions(opts ...Option) error {
 	var cfg config
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			return coordinator.Invalid("drill", "%v", err)
+			return store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	return nil
@@ -275,19 +276,19 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		Replay: -1, Logger: zap.NewNop(), Progress: func(Progress) {}, ViaGateway: true}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			return nil, coordinator.Invalid("drill", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if client == nil {
-		return nil, coordinator.Invalid("drill", "nil etcd client")
+		return nil, store.NewError(store.InvalidInput, "drill", "", "", "nil etcd client", nil)
 	}
 	if cfg.real != nil {
 		if err := checkReal(&cfg); err != nil {
-			return nil, coordinator.Invalid("drill", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if err := checkClient(&cfg); err != nil {
-		return nil, coordinator.Invalid("drill", "%v", err)
+		return nil, store.NewError(store.InvalidInput, "drill", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	lg := cfg.Logger.Named("drill")
 	fixtures, err := runFixtures(ctx, client, cfg.Prefix+"/fixtures", lg, cfg.coordinatorOptions()...)

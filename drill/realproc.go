@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The drill's side of a worker process (realchild.go): start it, answer
@@ -94,7 +95,7 @@ func (wk *realWorker) runProc(sp workerSpec) {
 func workerFailure(name string, m linkMsg) error {
 	switch m.D.Class() {
 	case coordinator.ClassUnavailable, coordinator.ClassDenied:
-		return &coordinator.Error{Disposition: m.D, Op: "drill worker " + name, Detail: m.S}
+		return store.NewError(m.D, "drill worker "+name, "", "", m.S, nil)
 	}
 	return fmt.Errorf("drill worker %s: %s", name, m.S)
 }

@@ -114,7 +114,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 	o := commitOptions{maxValue: DefaultMaxValueBytes}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return Receipt{}, coordinator.Invalid("commit", "%v", err)
+			return Receipt{}, store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if err := validate(c, g, in, o); err != nil {
@@ -126,8 +126,7 @@ func commit(ctx context.Context, c *coordinator.Coordinator, g coordinator.Grant
 		}
 	}
 	if in.Tenant != g.Tenant || in.Task != g.Task {
-		return Receipt{}, coordinator.Refusal(coordinator.ScopeMismatch, "commit", in.Tenant, in.Task,
-			fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task))
+		return Receipt{}, store.NewError(coordinator.ScopeMismatch, "commit", in.Tenant, in.Task, fmt.Sprintf("the grant is for %s/%s", g.Tenant, g.Task), nil)
 	}
 	req, receipt, digest := prepare(c, g, in, o.ops)
 	resp, err := store.Of(c).Txn(ctx, req)
@@ -165,17 +164,14 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 	if opKV := resp.Responses[3].GetResponseRange().GetKvs(); len(opKV) > 0 {
 		var rec store.OpRecord
 		if err := json.Unmarshal(opKV[0].Value, &rec); err != nil {
-			return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
-				Detail: fmt.Sprintf("operation record %s is unreadable", opKV[0].Key), Err: err}
+			return Receipt{}, store.NewError(coordinator.CorruptRecord, "commit", in.Tenant, in.Task, fmt.Sprintf("operation record %s is unreadable", opKV[0].Key), err)
 		}
 		if rec.PayloadDigest != digest {
-			return Receipt{}, coordinator.Refusal(coordinator.OperationConflict, "commit", in.Tenant, in.Task,
-				fmt.Sprintf("operation %q was committed at epoch %d with another payload", in.Operation, rec.Epoch))
+			return Receipt{}, store.NewError(coordinator.OperationConflict, "commit", in.Tenant, in.Task, fmt.Sprintf("operation %q was committed at epoch %d with another payload", in.Operation, rec.Epoch), nil)
 		}
 		var prior Receipt
 		if err := json.Unmarshal(rec.Receipt, &prior); err != nil {
-			return Receipt{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "commit", Tenant: in.Tenant, Task: in.Task,
-				Detail: fmt.Sprintf("the receipt in operation record %s is unreadable", opKV[0].Key), Err: err}
+			return Receipt{}, store.NewError(coordinator.CorruptRecord, "commit", in.Tenant, in.Task, fmt.Sprintf("the receipt in operation record %s is unreadable", opKV[0].Key), err)
 		}
 		prior.Disposition = coordinator.HistoricalRetry
 		prior.Revision = opKV[0].ModRevision
@@ -186,8 +182,7 @@ func commitAnswer(c *coordinator.Coordinator, g coordinator.Grant, in Intent, re
 	if st := resp.Responses[4].GetResponseRange().GetKvs(); len(st) > 0 {
 		version = st[0].Version
 	}
-	return Receipt{}, coordinator.Refusal(coordinator.VersionConflict, "commit", in.Tenant, in.Task,
-		fmt.Sprintf("the state is at version %d, the intent expects %d", version, in.ExpectedVersion))
+	return Receipt{}, store.NewError(coordinator.VersionConflict, "commit", in.Tenant, in.Task, fmt.Sprintf("the state is at version %d, the intent expects %d", version, in.ExpectedVersion), nil)
 }
 
 // prepare builds the commit's Txn: the receipt it stores, the operation
@@ -213,33 +208,33 @@ func prepare(c *coordinator.Coordinator, g coordinator.Grant, in Intent, ops []c
 
 func validate(c *coordinator.Coordinator, g coordinator.Grant, in Intent, o commitOptions) error {
 	if c == nil {
-		return coordinator.Invalid("commit", "nil coordinator")
+		return store.NewError(store.InvalidInput, "commit", "", "", "nil coordinator", nil)
 	}
 	if err := g.Validate(); err != nil {
-		return coordinator.Invalid("commit", "%v", err)
+		return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := coordinator.CheckTask(in.Tenant, in.Task); err != nil {
-		return coordinator.Invalid("commit", "%v", err)
+		return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := coordinator.CheckLabel("operation", in.Operation); err != nil {
-		return coordinator.Invalid("commit", "%v", err)
+		return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if in.ExpectedVersion < 0 {
-		return coordinator.Invalid("commit", "expected version %d is negative", in.ExpectedVersion)
+		return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("expected version %d is negative", in.ExpectedVersion), nil)
 	}
 	if len(in.Value) > o.maxValue {
-		return coordinator.Invalid("commit", "value is %d bytes; at most %d", len(in.Value), o.maxValue)
+		return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("value is %d bytes; at most %d", len(in.Value), o.maxValue), nil)
 	}
 	prefix := c.Keys().Prefix() + "/"
 	for i, op := range o.ops {
 		if !op.IsPut() && !op.IsDelete() {
-			return coordinator.Invalid("commit", "caller op %d is neither a put nor a delete", i)
+			return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("caller op %d is neither a put nor a delete", i), nil)
 		}
 		if len(op.RangeBytes()) > 0 {
-			return coordinator.Invalid("commit", "caller op %d is a range; give single keys", i)
+			return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("caller op %d is a range; give single keys", i), nil)
 		}
 		if key := string(op.KeyBytes()); key == "" || strings.HasPrefix(key, prefix) {
-			return coordinator.Invalid("commit", "caller op %d touches key %q inside leasegate's prefix %s", i, key, prefix)
+			return store.NewError(store.InvalidInput, "commit", "", "", fmt.Sprintf("caller op %d touches key %q inside leasegate's prefix %s", i, key, prefix), nil)
 		}
 	}
 	return nil

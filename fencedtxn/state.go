@@ -31,10 +31,10 @@ func (s State) Committed() bool { return s.Version > 0 }
 // only reads: a failure is authority_unavailable, never outcome_unknown.
 func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (State, error) {
 	if c == nil {
-		return State{}, coordinator.Invalid("get", "nil coordinator")
+		return State{}, store.NewError(store.InvalidInput, "get", "", "", "nil coordinator", nil)
 	}
 	if err := coordinator.CheckTask(tenant, task); err != nil {
-		return State{}, coordinator.Invalid("get", "%v", err)
+		return State{}, store.NewError(store.InvalidInput, "get", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	resp, err := store.Of(c).Txn(ctx, store.TxnRequest{Op: "get", Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(c.Keys().State(tenant, task))}})
@@ -51,8 +51,7 @@ func Get(ctx context.Context, c *coordinator.Coordinator, tenant, task string) (
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
 		// Written by other means than Commit: the one answer for stored
 		// data that cannot be decoded.
-		return State{}, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "get", Tenant: tenant, Task: task,
-			Detail: fmt.Sprintf("state record %s is unreadable", kvs[0].Key), Err: err}
+		return State{}, store.NewError(coordinator.CorruptRecord, "get", tenant, task, fmt.Sprintf("state record %s is unreadable", kvs[0].Key), err)
 	}
 	st.Value, st.Version, st.Operation, st.Epoch = rec.Value, rec.Version, rec.Operation, rec.Epoch
 	return st, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/leasegate/leasegate/adapters/pgpromote"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway/devprovider"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -244,14 +245,14 @@ func duration(s string) (time.Duration, error) {
 // not checked here: see Server.probeAdapters.
 func (c Config) NewAdapters() ([]ledger.Adapter, error) {
 	if err := checkAdapters(c.Adapters); err != nil {
-		return nil, coordinator.Invalid("gateway config", "%v", err)
+		return nil, store.NewError(store.InvalidInput, "gateway config", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	b := &builder{}
 	out := make([]ledger.Adapter, 0, len(c.Adapters))
 	for i, ac := range c.Adapters {
 		a, err := adapterTypes[ac.Type].build(ac, b)
 		if err != nil {
-			return nil, coordinator.Invalid("gateway config", "%s", fieldOf(fmt.Sprintf("adapters[%d].%s", i, ac.Type), err))
+			return nil, store.NewError(store.InvalidInput, "gateway config", "", "", fmt.Sprintf("%s", fieldOf(fmt.Sprintf("adapters[%d].%s", i, ac.Type), err)), nil)
 		}
 		out = append(out, a)
 	}

@@ -8,6 +8,7 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -31,8 +32,7 @@ func (s *Server) currentGrant(ctx context.Context, op, tenant, task string) (coo
 		return coordinator.Grant{}, err
 	}
 	if !o.Owned() {
-		return coordinator.Grant{}, coordinator.Refusal(coordinator.ExpiredOwner, op, tenant, task,
-			"nobody holds the task: a decision is recorded under the task's current owner; make it once a worker holds the task")
+		return coordinator.Grant{}, store.NewError(coordinator.ExpiredOwner, op, tenant, task, "nobody holds the task: a decision is recorded under the task's current owner; make it once a worker holds the task", nil)
 	}
 	return coordinator.Grant{Realm: s.c.Realm(), Tenant: tenant, Task: task, Owner: o.Owner, Epoch: o.Epoch, Lease: o.Lease}, nil
 }
@@ -73,7 +73,7 @@ func (s *Server) reject(ctx context.Context, req *leasegatev1.RejectRequest) (*l
 	}
 	reason := fmt.Sprintf("rejected by %s: %s", callerOf(ctx).ID, req.GetReason())
 	if strings.TrimSpace(req.GetReason()) == "" {
-		return nil, coordinator.Invalid(op, "reason is required")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "reason is required", nil)
 	}
 	rec, err := s.led.Reject(ctx, g, req.GetOperation(), reason)
 	if err != nil {
@@ -86,14 +86,14 @@ func (s *Server) resolve(ctx context.Context, req *leasegatev1.ResolveRequest) (
 	const op = "resolve"
 	to, err := ledger.ParseState(req.GetTo())
 	if err != nil {
-		return nil, coordinator.Invalid(op, "to: %v", err)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("to: %v", err), nil)
 	}
 	ev, err := wire.EvidenceFromProto(op, req.GetEvidence())
 	if err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(req.GetWhy()) == "" {
-		return nil, coordinator.Invalid(op, "why is required: what the evidence shows")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "why is required: what the evidence shows", nil)
 	}
 	g, err := s.currentGrant(ctx, op, req.GetTenant(), req.GetTask())
 	if err != nil {
@@ -118,7 +118,7 @@ func (o operators) RevokeLease(ctx context.Context, req *leasegatev1.RevokeLease
 	}
 	id, err := coordinator.ParseLeaseID(req.GetLease())
 	if err != nil {
-		return nil, ConnectError(coordinator.Invalid(op, "lease: %v", err))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("lease: %v", err), nil))
 	}
 	li, err := o.s.c.RevokeOwnerLease(ctx, id)
 	if err != nil {
@@ -152,7 +152,7 @@ func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequ
 	const op = "lease show"
 	id, err := coordinator.ParseLeaseID(req.GetLease())
 	if err != nil {
-		return nil, ConnectError(coordinator.Invalid(op, "lease: %v", err))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("lease: %v", err), nil))
 	}
 	li, err := o.s.c.Lease(ctx, id)
 	if err != nil {
@@ -168,8 +168,7 @@ func (o operators) ShowLease(ctx context.Context, req *leasegatev1.ShowLeaseRequ
 	}
 	for _, t := range li.Tasks {
 		if !caller.Serves(t.Tenant) {
-			return nil, ConnectError(refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-				Detail: fmt.Sprintf("lease %s holds tasks of tenants identity %q does not serve", coordinator.FormatLeaseID(id), caller.ID)}))
+			return nil, ConnectError(refuseCaller(store.NewError(coordinator.PermissionDenied, op, "", "", fmt.Sprintf("lease %s holds tasks of tenants identity %q does not serve", coordinator.FormatLeaseID(id), caller.ID), nil)))
 		}
 	}
 	return &leasegatev1.ShowLeaseResponse{Lease: wire.LeaseInfoToProto(li)}, nil
@@ -183,12 +182,11 @@ func decidedUnder(op string, p *leasegatev1.Grant, cur coordinator.Grant) error 
 		return err
 	}
 	if g.Tenant != cur.Tenant || g.Task != cur.Task {
-		return coordinator.Invalid(op, "the grant is of %s/%s, the call names %s/%s", g.Tenant, g.Task, cur.Tenant, cur.Task)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("the grant is of %s/%s, the call names %s/%s", g.Tenant, g.Task, cur.Tenant, cur.Task), nil)
 	}
 	if g.Realm != cur.Realm || g.Epoch != cur.Epoch || g.Lease != cur.Lease {
-		return coordinator.Refusal(coordinator.StaleOwner, op, cur.Tenant, cur.Task,
-			fmt.Sprintf("the grant is epoch %d on lease %s; the task's owner is now %s at epoch %d",
-				g.Epoch, coordinator.FormatLeaseID(g.Lease), cur.Owner, cur.Epoch))
+		return store.NewError(coordinator.StaleOwner, op, cur.Tenant, cur.Task, fmt.Sprintf("the grant is epoch %d on lease %s; the task's owner is now %s at epoch %d",
+			g.Epoch, coordinator.FormatLeaseID(g.Lease), cur.Owner, cur.Epoch), nil)
 	}
 	return nil
 }
@@ -199,8 +197,7 @@ func allTenants(ctx context.Context, op string) error {
 	if callerOf(ctx).Serves(AllTenants) {
 		return nil
 	}
-	return refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-		Detail: "it acts on the whole keyspace: it needs an operator of all tenants (\"*\")"})
+	return refuseCaller(store.NewError(coordinator.PermissionDenied, op, "", "", "it acts on the whole keyspace: it needs an operator of all tenants (\"*\")", nil))
 }
 
 func (o operators) ShowRealm(ctx context.Context, _ *leasegatev1.ShowRealmRequest) (*leasegatev1.ShowRealmResponse, error) {

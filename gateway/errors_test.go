@@ -66,7 +66,7 @@ func TestEveryDispositionHasOneCode(t *testing.T) {
 				}
 				return
 			}
-			err := gateway.ConnectError(&coordinator.Error{Disposition: d, Op: "commit", Tenant: "t", Task: "k", Detail: "what was seen"})
+			err := gateway.ConnectError(store.NewError(d, "commit", "t", "k", "what was seen", nil))
 			req := httptest.NewRequest(http.MethodPost, "/leasegate.v1.WorkerService/Commit", strings.NewReader("{}"))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()

@@ -240,7 +240,7 @@ func TestBadInputIsInvalidArgumentWritingNothing(t *testing.T) {
 			t.Errorf("%s: body %s, want invalid_argument with a refusal", procedure, b)
 			return nil
 		}
-		return &coordinator.Error{Disposition: coordinator.Disposition(body2.Details[0].Debug.Disposition)}
+		return store.NewError(coordinator.Disposition(body2.Details[0].Debug.Disposition), "", "", "", "", nil)
 	}
 	prefix := coordinator.DefaultPrefix
 	lgtest.RefusedWritingNothing(t, w.etcd, prefix, coordinator.InvalidInput, func() error {
@@ -277,7 +277,7 @@ func TestBadInputIsInvalidArgumentWritingNothing(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("binary request with an unknown field: HTTP %d, want 400", resp.StatusCode)
 		}
-		return &coordinator.Error{Disposition: coordinator.InvalidInput}
+		return store.NewError(coordinator.InvalidInput, "", "", "", "", nil)
 	})
 }
 

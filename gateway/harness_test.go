@@ -14,6 +14,7 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
+	"github.com/leasegate/leasegate/internal/store"
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
@@ -204,10 +205,10 @@ func asRefusal(err error) error {
 		for _, d := range ce.Details() {
 			if m, derr := d.Value(); derr == nil {
 				if r, ok := m.(*leasegatev1.Refusal); ok {
-					return &coordinator.Error{Disposition: coordinator.Disposition(r.GetDisposition()), Op: r.GetOp(), Detail: r.GetDetail()}
+					return store.NewError(coordinator.Disposition(r.GetDisposition()), r.GetOp(), "", "", r.GetDetail(), nil)
 				}
 			}
 		}
 	}
-	return &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "raw", Detail: "no refusal detail", Err: err}
+	return store.NewError(coordinator.OutcomeUnknown, "raw", "", "", "no refusal detail", err)
 }

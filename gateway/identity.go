@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // CertIdentity is the identity a certificate names, or why it names none.
@@ -77,18 +78,15 @@ func roleOfPath(path string) Role {
 func (s *Server) Identify(r *http.Request) (Identity, error) {
 	op := strings.TrimPrefix(r.URL.Path, "/")
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-			Detail: "no client certificate: the gateway knows its callers by their certificates"})
+		return Identity{}, refuseCaller(store.NewError(coordinator.Unauthenticated, op, "", "", "no client certificate: the gateway knows its callers by their certificates", nil))
 	}
 	name, err := CertIdentity(r.TLS.VerifiedChains[0][0])
 	if err != nil {
-		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-			Detail: fmt.Sprintf("the client certificate names no identity: %v", err)})
+		return Identity{}, refuseCaller(store.NewError(coordinator.Unauthenticated, op, "", "", fmt.Sprintf("the client certificate names no identity: %v", err), nil))
 	}
 	id, ok := s.identities[name]
 	if !ok {
-		return Identity{}, refuseCaller(&coordinator.Error{Disposition: coordinator.Unauthenticated, Op: op,
-			Detail: fmt.Sprintf("identity %q is not in the server's configuration", name)})
+		return Identity{}, refuseCaller(store.NewError(coordinator.Unauthenticated, op, "", "", fmt.Sprintf("identity %q is not in the server's configuration", name), nil))
 	}
 	return id, nil
 }
@@ -112,8 +110,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if !id.Has(role) {
-			s.refuseCall(errw, w, r, op, refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-				Detail: fmt.Sprintf("identity %q is not %s %s (its roles: %v)", id.ID, article(role), role, id.Roles)}))
+			s.refuseCall(errw, w, r, op, refuseCaller(store.NewError(coordinator.PermissionDenied, op, "", "", fmt.Sprintf("identity %q is not %s %s (its roles: %v)", id.ID, article(role), role, id.Roles), nil)))
 			return
 		}
 		if r.ContentLength > int64(s.opts.maxMessageBytes) {
@@ -136,18 +133,17 @@ func tenantAllowed(ctx context.Context, op, tenant, task string) error {
 	id := callerOf(ctx)
 	if tenant != "" {
 		if err := coordinator.CheckLabel("tenant", tenant); err != nil {
-			return coordinator.Invalid(op, "%v", err)
+			return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if tenant == "" {
 		if id.Serves(AllTenants) {
 			return nil
 		}
-		return coordinator.Invalid(op, "tenant is required (identity %q serves %v only)", id.ID, id.Tenants)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("tenant is required (identity %q serves %v only)", id.ID, id.Tenants), nil)
 	}
 	if !id.Serves(tenant) {
-		return refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op, Tenant: tenant, Task: task,
-			Detail: fmt.Sprintf("identity %q may not act on tenant %q", id.ID, tenant)})
+		return refuseCaller(store.NewError(coordinator.PermissionDenied, op, tenant, task, fmt.Sprintf("identity %q may not act on tenant %q", id.ID, tenant), nil))
 	}
 	return nil
 }
@@ -159,8 +155,7 @@ func ownGrant(ctx context.Context, op string, g coordinator.Grant) error {
 		return err
 	}
 	if id := callerOf(ctx); g.Owner != id.ID {
-		return refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op, Tenant: g.Tenant, Task: g.Task,
-			Detail: fmt.Sprintf("the grant names owner %q; the caller is %q", g.Owner, id.ID)})
+		return refuseCaller(store.NewError(coordinator.PermissionDenied, op, g.Tenant, g.Task, fmt.Sprintf("the grant names owner %q; the caller is %q", g.Owner, id.ID), nil))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
@@ -242,7 +243,7 @@ func TestDecisionsRecordTheCallersCertificateIdentity(t *testing.T) {
 		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || len(e.Details) != 1 {
 			t.Fatalf("HTTP %d: no refusal (%v)", resp.StatusCode, err)
 		}
-		return &coordinator.Error{Disposition: coordinator.Disposition(e.Details[0].Debug.Disposition)}
+		return store.NewError(coordinator.Disposition(e.Details[0].Debug.Disposition), "", "", "", "", nil)
 	})
 	if _, err := op.Resolve(ctx, tenant, "task-1", "op-lost", ledger.Superseded, ledger.Evidence{}, "the provider shows nothing; a new operation will redo it"); err != nil {
 		t.Fatalf("Resolve: %v", err)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -13,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // propagator carries W3C trace context (traceparent, tracestate) in and out.
@@ -100,10 +101,10 @@ func (c checkedConn) Receive(msg any) error {
 // itself): a misspelt or newer field must never be read as absent.
 func unknownFields(procedure string, m protoreflect.Message) error {
 	if why, ok := malformed(m.GetUnknown()); ok {
-		return coordinator.Invalid(strings.TrimPrefix(procedure, "/"), "the request is not the JSON of %s: %s", m.Descriptor().FullName(), why)
+		return store.NewError(store.InvalidInput, strings.TrimPrefix(procedure, "/"), "", "", fmt.Sprintf("the request is not the JSON of %s: %s", m.Descriptor().FullName(), why), nil)
 	}
 	if len(m.GetUnknown()) > 0 {
-		return coordinator.Invalid(strings.TrimPrefix(procedure, "/"), "the request carries fields %s does not have", m.Descriptor().FullName())
+		return store.NewError(store.InvalidInput, strings.TrimPrefix(procedure, "/"), "", "", fmt.Sprintf("the request carries fields %s does not have", m.Descriptor().FullName()), nil)
 	}
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
-	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // The message limit (WithMaxMessageBytes) is enforced on the request body
@@ -102,7 +103,7 @@ func (b *limitedBody) refuse(size int64, what string) error {
 // oversized is the refusal of a request (or one of its messages) of size
 // bytes, or more, over the limit.
 func oversized(op, what string, size int64, limit int) error {
-	return coordinator.Invalid(op, "the request%s is over the limit of %d bytes (%d or more)", what, limit, size)
+	return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("the request%s is over the limit of %d bytes (%d or more)", what, limit, size), nil)
 }
 
 // limitedGunzip is the gateway's gzip decompressor: connect's, refusing a

@@ -19,6 +19,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/gateway"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -137,7 +138,7 @@ func TestAnOversizedMessageIsInvalidInputWritingNothing(t *testing.T) {
 			if !strings.HasPrefix(e.Message, "invalid_input: "+coordinator.InvalidInput.Hint()) || strings.Contains(e.Message, "\n") {
 				t.Fatalf("message %q is not the CLI's one line", e.Message)
 			}
-			return &coordinator.Error{Disposition: coordinator.Disposition(e.Details[0].Debug.Disposition)}
+			return store.NewError(coordinator.Disposition(e.Details[0].Debug.Disposition), "", "", "", "", nil)
 		})
 		// At the limit the request is read, and answered (a label error:
 		// the task is too long to be one, not too big to read).

@@ -6,6 +6,7 @@ import (
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
@@ -34,7 +35,7 @@ func (w workers) ObservePrecondition(ctx context.Context, req *leasegatev1.Obser
 	}
 	ad, ok := w.s.adapters[e.Kind]
 	if !ok {
-		return nil, ConnectError(coordinator.Invalid(op, "no adapter for effect kind %q", e.Kind))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no adapter for effect kind %q", e.Kind), nil))
 	}
 	if err := w.s.c.Current(ctx, g); err != nil {
 		return nil, ConnectError(err)
@@ -44,8 +45,7 @@ func (w workers) ObservePrecondition(ctx context.Context, req *leasegatev1.Obser
 		err = fmt.Errorf("the adapter's observation has no digest or no time")
 	}
 	if err != nil {
-		return nil, ConnectError(&coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: op, Tenant: g.Tenant, Task: g.Task,
-			Detail: fmt.Sprintf("the %s provider could not show the world now; nothing written; hold", e.Kind), Err: err})
+		return nil, ConnectError(store.NewError(coordinator.AuthorityUnavailable, op, g.Tenant, g.Task, fmt.Sprintf("the %s provider could not show the world now; nothing written; hold", e.Kind), err))
 	}
 	return &leasegatev1.ObservePreconditionResponse{Precondition: wire.ObservationToProto(now)}, nil
 }
@@ -54,16 +54,16 @@ func (w workers) ObservePrecondition(ctx context.Context, req *leasegatev1.Obser
 // provider is asked.
 func checkEffect(op string, e ledger.Effect) error {
 	if err := coordinator.CheckLabel("effect kind", e.Kind); err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if e.Target == "" || len(e.Target) > ledger.MaxTargetLen {
-		return coordinator.Invalid(op, "effect target must be 1-%d bytes, is %d", ledger.MaxTargetLen, len(e.Target))
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("effect target must be 1-%d bytes, is %d", ledger.MaxTargetLen, len(e.Target)), nil)
 	}
 	if len(e.Params) > ledger.MaxParamsBytes {
-		return coordinator.Invalid(op, "effect params are %d bytes; at most %d", len(e.Params), ledger.MaxParamsBytes)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("effect params are %d bytes; at most %d", len(e.Params), ledger.MaxParamsBytes), nil)
 	}
 	if _, err := ledger.Digest(e); err != nil {
-		return coordinator.Invalid(op, "effect params: %v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("effect params: %v", err), nil)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/digest"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -162,7 +163,7 @@ func (s *Server) proposedUnder(op string, e ledger.Effect) (ledger.Effect, error
 		e.Policy = cur
 	case cur:
 	default:
-		return e, coordinator.Invalid(op, "effect.policy is %q; the server's current policy is %q: leave it empty to propose under the current one", e.Policy, cur)
+		return e, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("effect.policy is %q; the server's current policy is %q: leave it empty to propose under the current one", e.Policy, cur), nil)
 	}
 	return e, nil
 }

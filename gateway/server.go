@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -197,29 +198,29 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // New is a server acting on c's keyspace.
 func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 	if c == nil {
-		return nil, coordinator.Invalid("serve", "nil coordinator")
+		return nil, store.NewError(store.InvalidInput, "serve", "", "", "nil coordinator", nil)
 	}
 	o := options{lg: zap.NewNop(), maxMessageBytes: DefaultMaxMessageBytes, tp: noop.NewTracerProvider(), callTimeout: DefaultCallTimeout,
 		dispatchTTL: DefaultDispatchLeaseTTL}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("serve", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "serve", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if o.sessionKey == nil {
-		return nil, coordinator.Invalid("serve", "a session key is required (WithSessionKey)")
+		return nil, store.NewError(store.InvalidInput, "serve", "", "", "a session key is required (WithSessionKey)", nil)
 	}
 	s := &Server{c: c, tokens: tokens{key: o.sessionKey}, identities: map[string]Identity{}, lg: o.lg.Named("gateway"),
 		tracer: o.tp.Tracer("github.com/leasegate/leasegate/gateway"), opts: o}
 	for _, id := range o.identities {
 		if _, dup := s.identities[id.ID]; dup {
-			return nil, coordinator.Invalid("serve", "identity %q twice", id.ID)
+			return nil, store.NewError(store.InvalidInput, "serve", "", "", fmt.Sprintf("identity %q twice", id.ID), nil)
 		}
 		s.identities[id.ID] = id
 	}
 	m, err := newMetrics(o.reg)
 	if err != nil {
-		return nil, coordinator.Invalid("serve", "%v", err)
+		return nil, store.NewError(store.InvalidInput, "serve", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	s.metrics = m
 	s.health = newHealth(o.adapters, s.lg, leasegatev1connect.WorkerServiceName, leasegatev1connect.ApproverServiceName, leasegatev1connect.OperatorServiceName)

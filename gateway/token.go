@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // MinSessionKeyBytes is the shortest session key accepted.
@@ -47,11 +48,11 @@ func (t tokens) mac(p string) []byte {
 func (t tokens) check(op, token, caller string) (sessionClaims, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok || token == "" {
-		return sessionClaims{}, coordinator.Invalid(op, "session_token is not a session token (OpenSession returns one)")
+		return sessionClaims{}, store.NewError(store.InvalidInput, op, "", "", "session_token is not a session token (OpenSession returns one)", nil)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, t.mac(p)) {
-		return sessionClaims{}, coordinator.Invalid(op, "session_token was not issued by this gateway's session key")
+		return sessionClaims{}, store.NewError(store.InvalidInput, op, "", "", "session_token was not issued by this gateway's session key", nil)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
 	var c sessionClaims
@@ -59,11 +60,10 @@ func (t tokens) check(op, token, caller string) (sessionClaims, error) {
 		err = json.Unmarshal(raw, &c)
 	}
 	if err != nil {
-		return sessionClaims{}, coordinator.Invalid(op, "session_token: %v", err)
+		return sessionClaims{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("session_token: %v", err), nil)
 	}
 	if c.Owner != caller {
-		return sessionClaims{}, refuseCaller(&coordinator.Error{Disposition: coordinator.PermissionDenied, Op: op,
-			Detail: fmt.Sprintf("the session is %q's; the caller is %q", c.Owner, caller)})
+		return sessionClaims{}, refuseCaller(store.NewError(coordinator.PermissionDenied, op, "", "", fmt.Sprintf("the session is %q's; the caller is %q", c.Owner, caller), nil))
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -38,11 +39,11 @@ func (s *Server) renewal(c sessionClaims, ttl time.Duration, sent time.Time) *le
 func (w workers) OpenSession(ctx context.Context, req *leasegatev1.OpenSessionRequest) (*leasegatev1.OpenSessionResponse, error) {
 	const op = "session"
 	if req.GetTtl() == nil {
-		return nil, ConnectError(coordinator.Invalid(op, "ttl is required (whole seconds, e.g. \"10s\")"))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", "ttl is required (whole seconds, e.g. \"10s\")", nil))
 	}
 	ttl := req.GetTtl().AsDuration()
 	if err := coordinator.CheckTTL(ttl); err != nil {
-		return nil, ConnectError(coordinator.Invalid(op, "%v", err))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil))
 	}
 	owner := callerOf(ctx).ID
 	sess, err := w.s.c.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive(), coordinator.WithMargin(marginOf(ttl)))
@@ -201,7 +202,7 @@ func (w workers) WatchOwnership(ctx context.Context, req *leasegatev1.WatchOwner
 	}
 	if t := req.GetTenant(); t != "" {
 		if err := coordinator.CheckLabel("tenant", t); err != nil {
-			return ConnectError(coordinator.Invalid(op, "%v", err))
+			return ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil))
 		}
 	}
 	events, err := w.s.c.Watch(ctx, req.GetTenant())

@@ -90,7 +90,7 @@ func (l *Ledger) fromAnswer(ctx context.Context, g coordinator.Grant, rec Record
 	if a.To == Failed && rec.State == Unknown {
 		ad, found := l.adapters[rec.Effect.Kind]
 		if !found {
-			return rec, true, coordinator.Invalid("reconcile", "no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation)
+			return rec, true, store.NewError(store.InvalidInput, "reconcile", "", "", fmt.Sprintf("no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation), nil)
 		}
 		out, err := l.notApplied(ctx, g, ad, rec, *a.Evidence)
 		return out, true, err

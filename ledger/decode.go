@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 func decodeRecord(kvs []*mvccpb.KeyValue) (Record, bool, error) {
@@ -15,8 +16,7 @@ func decodeRecord(kvs []*mvccpb.KeyValue) (Record, bool, error) {
 	}
 	var rec Record
 	if err := json.Unmarshal(kvs[0].Value, &rec); err != nil {
-		return Record{}, false, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "ledger",
-			Detail: fmt.Sprintf("record %s is unreadable", kvs[0].Key), Err: err}
+		return Record{}, false, store.NewError(coordinator.CorruptRecord, "ledger", "", "", fmt.Sprintf("record %s is unreadable", kvs[0].Key), err)
 	}
 	rec.Revision = kvs[0].ModRevision
 	return rec, true, nil
@@ -27,8 +27,7 @@ func decodeJournal(kvs []*mvccpb.KeyValue) ([]Transition, error) {
 	for _, kv := range kvs {
 		var t Transition
 		if err := json.Unmarshal(kv.Value, &t); err != nil {
-			return nil, &coordinator.Error{Disposition: coordinator.CorruptRecord, Op: "ledger",
-				Detail: fmt.Sprintf("journal entry %s is unreadable", kv.Key), Err: err}
+			return nil, store.NewError(coordinator.CorruptRecord, "ledger", "", "", fmt.Sprintf("journal entry %s is unreadable", kv.Key), err)
 		}
 		t.Revision = kv.CreateRevision
 		out = append(out, t)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Dispatch is the gateway, the only path to an adapter's Apply. In order:
@@ -122,7 +123,7 @@ func (l *Ledger) claim(ctx context.Context, g coordinator.Grant, rec Record) (Re
 		}
 		ad, ok := l.adapters[rec.Effect.Kind]
 		if !ok {
-			return rec, nil, coordinator.Invalid(op, "no adapter for effect kind %q", rec.Effect.Kind)
+			return rec, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no adapter for effect kind %q", rec.Effect.Kind), nil)
 		}
 		lapse, cur, err := l.lapsed(ctx, rec)
 		if err != nil {
@@ -162,8 +163,7 @@ func (l *Ledger) leaseOfDispatch(ctx context.Context, g coordinator.Grant, rec R
 		err = errors.New("no lease")
 	}
 	if err != nil {
-		return 0, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "dispatch", Tenant: g.Tenant, Task: g.Task,
-			Detail: fmt.Sprintf("this gateway's dispatch lease could not be had; operation %q not claimed; hold", rec.Operation), Err: err}
+		return 0, store.NewError(coordinator.AuthorityUnavailable, "dispatch", g.Tenant, g.Task, fmt.Sprintf("this gateway's dispatch lease could not be had; operation %q not claimed; hold", rec.Operation), err)
 	}
 	return id, nil
 }
@@ -181,8 +181,7 @@ func (l *Ledger) orphaned(ctx context.Context, rec Record) (bool, error) {
 	defer cancel()
 	resp, err := l.c.Client().TimeToLive(rctx, clientv3.LeaseID(rec.DispatchLease))
 	if err != nil {
-		return false, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "dispatch", Tenant: rec.Tenant, Task: rec.Task,
-			Detail: fmt.Sprintf("could not read whether the dispatch of operation %q is still in flight; hold", rec.Operation), Err: err}
+		return false, store.NewError(coordinator.AuthorityUnavailable, "dispatch", rec.Tenant, rec.Task, fmt.Sprintf("could not read whether the dispatch of operation %q is still in flight; hold", rec.Operation), err)
 	}
 	return resp.TTL < 0, nil // -1: expired (0 is under a second left, still alive)
 }
@@ -221,8 +220,7 @@ func (l *Ledger) currentPolicy(ctx context.Context, rec Record) (string, error) 
 		err = errors.New("empty policy version")
 	}
 	if err != nil {
-		return "", &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "policy", Tenant: rec.Tenant, Task: rec.Task,
-			Detail: fmt.Sprintf("the current policy of operation %q could not be read; nothing dispatched; hold", rec.Operation), Err: err}
+		return "", store.NewError(coordinator.AuthorityUnavailable, "policy", rec.Tenant, rec.Task, fmt.Sprintf("the current policy of operation %q could not be read; nothing dispatched; hold", rec.Operation), err)
 	}
 	return v, nil
 }
@@ -332,7 +330,7 @@ func (l *Ledger) Revalidate(ctx context.Context, g coordinator.Grant, operation 
 	}
 	ad, ok := l.adapters[rec.Effect.Kind]
 	if !ok {
-		return false, Observation{}, coordinator.Invalid(op, "no adapter for effect kind %q", rec.Effect.Kind)
+		return false, Observation{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no adapter for effect kind %q", rec.Effect.Kind), nil)
 	}
 	same, now, err := l.revalidate(ctx, ad, rec)
 	return same, now, err
@@ -346,9 +344,7 @@ func (l *Ledger) revalidate(ctx context.Context, ad Adapter, rec Record) (bool, 
 		err = checkObservation("precondition", now)
 	}
 	if err != nil {
-		return false, now, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "precondition",
-			Tenant: rec.Tenant, Task: rec.Task,
-			Detail: fmt.Sprintf("the %s provider could not show the world now; nothing dispatched; hold", rec.Effect.Kind), Err: err}
+		return false, now, store.NewError(coordinator.AuthorityUnavailable, "precondition", rec.Tenant, rec.Task, fmt.Sprintf("the %s provider could not show the world now; nothing dispatched; hold", rec.Effect.Kind), err)
 	}
 	return now.Digest == rec.Precondition.Digest, now, nil
 }

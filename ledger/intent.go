@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Propose records an intent: operation (its stable id, never containing an
@@ -19,13 +20,13 @@ func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation str
 		return Record{}, err
 	}
 	if err := checkEffect(e); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if _, ok := l.adapters[e.Kind]; !ok {
-		return Record{}, coordinator.Invalid(op, "no adapter for effect kind %q", e.Kind)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no adapter for effect kind %q", e.Kind), nil)
 	}
 	if err := checkObservation("precondition", pre); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	d, _ := Digest(e)
 	e.Params, _ = canonical(e.Params)
@@ -37,9 +38,8 @@ func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation str
 		if out.ParamsDigest == d {
 			return out, nil
 		}
-		return out, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("operation %q was proposed (epoch %d) with another effect digest; a new intent needs a new operation id",
-				operation, out.ProposedEpoch))
+		return out, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("operation %q was proposed (epoch %d) with another effect digest; a new intent needs a new operation id",
+			operation, out.ProposedEpoch), nil)
 	}
 	return out, err
 }
@@ -59,17 +59,17 @@ func (l *Ledger) Authorize(ctx context.Context, g coordinator.Grant, operation s
 		return Record{}, err
 	}
 	if err := coordinator.CheckLabel("approver", a.Approver); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if a.ParamsDigest == "" || a.PreconditionDigest == "" {
-		return Record{}, coordinator.Invalid(op, "the approval must name the parameter and precondition digests it approves")
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", "the approval must name the parameter and precondition digests it approves", nil)
 	}
 	if err := checkText("approval note", a.Note, false); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if a.Policy != "" {
 		if err := coordinator.CheckLabel("approval policy", a.Policy); err != nil {
-			return Record{}, coordinator.Invalid(op, "%v", err)
+			return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	a.At = a.At.UTC()
@@ -98,8 +98,7 @@ func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record,
 			a.Policy = cur
 		}
 		if a.Policy != cur {
-			return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-				fmt.Sprintf("the approval was given under policy %q; the current policy of operation %q is %q", a.Policy, rec.Operation, cur))
+			return rec, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("the approval was given under policy %q; the current policy of operation %q is %q", a.Policy, rec.Operation, cur), nil)
 		}
 	}
 	if rec.State == "" {
@@ -113,11 +112,9 @@ func (l *Ledger) authorize(ctx context.Context, g coordinator.Grant, rec Record,
 	}
 	switch {
 	case a.ParamsDigest != rec.ParamsDigest:
-		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("the approval is of parameters %s; operation %q has %s", short(a.ParamsDigest), rec.Operation, short(rec.ParamsDigest)))
+		return rec, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("the approval is of parameters %s; operation %q has %s", short(a.ParamsDigest), rec.Operation, short(rec.ParamsDigest)), nil)
 	case a.PreconditionDigest != rec.Precondition.Digest:
-		return rec, coordinator.Refusal(coordinator.OperationConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("the approval is of world %s; operation %q was proposed against %s", short(a.PreconditionDigest), rec.Operation, short(rec.Precondition.Digest)))
+		return rec, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("the approval is of world %s; operation %q was proposed against %s", short(a.PreconditionDigest), rec.Operation, short(rec.Precondition.Digest)), nil)
 	}
 	at := l.now().UTC()
 	return l.transition(ctx, g, rec, change{to: Authorized, by: StepAuthorize, reason: "approved", approver: a.Approver,
@@ -141,7 +138,7 @@ func (l *Ledger) Reject(ctx context.Context, g coordinator.Grant, operation, rea
 		return Record{}, err
 	}
 	if err := checkText("reason", reason, true); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	rec, err := l.read(ctx, op, g, operation)
 	if err != nil {

@@ -72,19 +72,19 @@ func (h *hints) put(rec Record) {
 // dispatch.
 func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 	if c == nil {
-		return nil, coordinator.Invalid("ledger", "nil coordinator")
+		return nil, store.NewError(store.InvalidInput, "ledger", "", "", "nil coordinator", nil)
 	}
 	o := options{now: time.Now, sleep: sleepTimer, pollInitial: DefaultPollInitial, pollMax: DefaultPollMax,
 		polls: DefaultPolls, recordTimeout: DefaultRecordTimeout, callTimeout: DefaultCallTimeout, validity: DefaultValidity}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("ledger", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "ledger", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	l := &Ledger{c: c, adapters: map[string]Adapter{}, options: o}
 	for _, a := range o.adapterList {
 		if _, dup := l.adapters[a.Kind()]; dup {
-			return nil, coordinator.Invalid("ledger", "two adapters for kind %q", a.Kind())
+			return nil, store.NewError(store.InvalidInput, "ledger", "", "", fmt.Sprintf("two adapters for kind %q", a.Kind()), nil)
 		}
 		l.adapters[a.Kind()] = a
 	}
@@ -95,7 +95,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 	if o.registerer != nil {
 		m, err := newMetrics(o.registerer)
 		if err != nil {
-			return nil, coordinator.Invalid("ledger", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "ledger", "", "", fmt.Sprintf("%v", err), nil)
 		}
 		l.metrics = m
 	}
@@ -104,10 +104,10 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Ledger, error) {
 
 func (l *Ledger) checkGrantOp(op string, g coordinator.Grant, operation string) error {
 	if err := g.Validate(); err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := coordinator.CheckLabel("operation", operation); err != nil {
-		return coordinator.Invalid(op, "%v", err)
+		return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	return nil
 }

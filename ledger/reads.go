@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,10 +16,10 @@ import (
 func (l *Ledger) Record(ctx context.Context, tenant, task, operation string) (Record, []Transition, error) {
 	const op = "ops show"
 	if err := coordinator.CheckTask(tenant, task); err != nil {
-		return Record{}, nil, coordinator.Invalid(op, "%v", err)
+		return Record{}, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := coordinator.CheckLabel("operation", operation); err != nil {
-		return Record{}, nil, coordinator.Invalid(op, "%v", err)
+		return Record{}, nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{
@@ -42,7 +43,7 @@ func (l *Ledger) Record(ctx context.Context, tenant, task, operation string) (Re
 func (l *Ledger) Journal(ctx context.Context, tenant, task string) ([]Transition, error) {
 	const op = "ops journal"
 	if err := coordinator.CheckTask(tenant, task); err != nil {
-		return nil, coordinator.Invalid(op, "%v", err)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,
 		Then: []clientv3.Op{clientv3.OpGet(store.Of(l.c).Keys().JournalPrefix(tenant, task), clientv3.WithPrefix(),
@@ -62,18 +63,18 @@ func (l *Ledger) List(ctx context.Context, tenant, task string, state State) ([]
 	switch {
 	case task != "":
 		if err := coordinator.CheckTask(tenant, task); err != nil {
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 		prefix = k.EffectPrefix(tenant, task)
 	case tenant != "":
 		if err := coordinator.CheckLabel("tenant", tenant); err != nil {
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 		prefix = k.TaskPrefix(store.KindEffects, tenant)
 	}
 	if state != "" {
 		if _, err := ParseState(string(state)); err != nil {
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	resp, err := store.Of(l.c).Txn(ctx, store.TxnRequest{Op: op, Tenant: tenant, Task: task, ReadOnly: true,

@@ -39,7 +39,7 @@ import (
 func (l *Ledger) Reconcile(ctx context.Context, g coordinator.Grant) ([]Record, error) {
 	const op = "reconcile"
 	if err := g.Validate(); err != nil {
-		return nil, coordinator.Invalid(op, "%v", err)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	recs, err := l.currentList(ctx, op, g)
 	if err != nil {
@@ -109,7 +109,7 @@ func (l *Ledger) reconcileOne(ctx context.Context, g coordinator.Grant, rec Reco
 func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (Record, error) {
 	ad, ok := l.adapters[rec.Effect.Kind]
 	if !ok {
-		return rec, coordinator.Invalid("reconcile", "no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation)
+		return rec, store.NewError(store.InvalidInput, "reconcile", "", "", fmt.Sprintf("no adapter for effect kind %q of operation %q", rec.Effect.Kind, rec.Operation), nil)
 	}
 	wait := l.pollInitial
 	lookup := ad.Contract().Lookup
@@ -117,8 +117,7 @@ func (l *Ledger) settle(ctx context.Context, g coordinator.Grant, rec Record) (R
 	for i := range l.polls {
 		if i > 0 {
 			if err := l.sleep(ctx, wait); err != nil {
-				return rec, &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "reconcile",
-					Tenant: g.Tenant, Task: g.Task, Detail: fmt.Sprintf("stopped polling operation %q; it stays UNKNOWN", rec.Operation), Err: err}
+				return rec, store.NewError(coordinator.AuthorityUnavailable, "reconcile", g.Tenant, g.Task, fmt.Sprintf("stopped polling operation %q; it stays UNKNOWN", rec.Operation), err)
 			}
 			wait = min(2*wait, l.pollMax)
 		}

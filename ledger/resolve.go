@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Resolve is an operator's decision on a MANUAL_REVIEW record, and only on
@@ -17,19 +18,19 @@ func (l *Ledger) Resolve(ctx context.Context, g coordinator.Grant, operation str
 		return Record{}, err
 	}
 	if err := coordinator.CheckLabel("approver", approver); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := checkText("why", why, true); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if _, err := ParseState(string(to)); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if err := checkEvidence(ev); err != nil {
-		return Record{}, coordinator.Invalid(op, "%v", err)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if (to == Confirmed || to == Failed) && ev.Empty() {
-		return Record{}, coordinator.Invalid(op, "%s needs the provider's evidence (ids or detail)", to)
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%s needs the provider's evidence (ids or detail)", to), nil)
 	}
 	rec, err := l.read(ctx, op, g, operation)
 	if err != nil {

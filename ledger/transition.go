@@ -178,11 +178,11 @@ func (l *Ledger) encode(g coordinator.Grant, rec Record, ch change) (string, []c
 		Evidence: ch.evidence, Approver: ch.approver, Policy: policy, At: l.now().UTC()}
 	recValue, err := json.Marshal(next)
 	if err != nil {
-		return "", nil, rec, coordinator.Invalid(op, "record: %v", err)
+		return "", nil, rec, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("record: %v", err), nil)
 	}
 	entryValue, err := json.Marshal(entry)
 	if err != nil {
-		return "", nil, rec, coordinator.Invalid(op, "journal entry: %v", err)
+		return "", nil, rec, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("journal entry: %v", err), nil)
 	}
 	return key, []clientv3.Op{
 		clientv3.OpPut(key, string(recValue)),
@@ -235,9 +235,8 @@ func (l *Ledger) transition(ctx context.Context, g coordinator.Grant, rec Record
 		if !Allowed(cur.State, ch.to, ch.by) {
 			return cur, l.illegal(op, g, cur, ch.to, fmt.Sprintf(" (it moved from %s at revision %d)", rec.State, rec.Revision))
 		}
-		return cur, coordinator.Refusal(coordinator.VersionConflict, op, g.Tenant, g.Task,
-			fmt.Sprintf("operation %q moved from revision %d to %d while deciding; read it and decide again",
-				rec.Operation, rec.Revision, cur.Revision))
+		return cur, store.NewError(coordinator.VersionConflict, op, g.Tenant, g.Task, fmt.Sprintf("operation %q moved from revision %d to %d while deciding; read it and decide again",
+			rec.Operation, rec.Revision, cur.Revision), nil)
 	}
 	next.Revision = resp.Header.Revision
 	l.hints.put(next)
@@ -312,7 +311,7 @@ func (l *Ledger) refuse(to State, err error) error {
 // recorded (the CLI's ops show gives the same): invalid input — the id
 // names nothing; nothing was written. Only Propose creates a record.
 func notRecorded(op string, g coordinator.Grant, operation string) error {
-	return coordinator.Invalid(op, "no operation %q is recorded for %s/%s; only propose creates one", operation, g.Tenant, g.Task)
+	return store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no operation %q is recorded for %s/%s; only propose creates one", operation, g.Tenant, g.Task), nil)
 }
 
 func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, more string) error {
@@ -320,6 +319,5 @@ func (l *Ledger) illegal(op string, g coordinator.Grant, rec Record, to State, m
 	if from == "" {
 		from = "(none)"
 	}
-	return coordinator.Refusal(coordinator.IllegalTransition, op, g.Tenant, g.Task,
-		fmt.Sprintf("operation %q is %s%s; %s may not move it to %s", rec.Operation, from, more, op, to))
+	return store.NewError(coordinator.IllegalTransition, op, g.Tenant, g.Task, fmt.Sprintf("operation %q is %s%s; %s may not move it to %s", rec.Operation, from, more, op, to), nil)
 }

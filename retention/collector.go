@@ -136,12 +136,12 @@ type Collector struct {
 // New builds a collector of c's keyspace.
 func New(c *coordinator.Coordinator, opts ...Option) (*Collector, error) {
 	if c == nil {
-		return nil, coordinator.Invalid("gc", "nil coordinator")
+		return nil, store.NewError(store.InvalidInput, "gc", "", "", "nil coordinator", nil)
 	}
 	o := options{window: DefaultWindow, now: time.Now, lg: store.Of(c).Logger()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, coordinator.Invalid("gc", "%v", err)
+			return nil, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	return &Collector{c: c, keys: c.Keys(), lk: store.Of(c).Keys(), window: o.window, now: o.now, lg: o.lg.Named("retention")}, nil
@@ -319,20 +319,20 @@ func (g *Collector) Apply(ctx context.Context, p Plan) (Result, error) {
 	var r Result
 	for _, c := range p.Candidates {
 		if c.ModRevision <= 0 || !strings.HasPrefix(c.Key, g.keys.Prefix()+"/") {
-			return r, coordinator.Invalid("gc", "candidate %q with revision %d is not a key of %s", c.Key, c.ModRevision, g.keys.Prefix())
+			return r, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("candidate %q with revision %d is not a key of %s", c.Key, c.ModRevision, g.keys.Prefix()), nil)
 		}
 		if c.Kind == KindMark {
 			if c.Key != g.keyOf(c) {
-				return r, coordinator.Invalid("gc", "candidate %q is not a retention mark of %s (a key %s<revision>)", c.Key, g.keys.Prefix(), g.lk.RetentionMarks())
+				return r, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("candidate %q is not a retention mark of %s (a key %s<revision>)", c.Key, g.keys.Prefix(), g.lk.RetentionMarks()), nil)
 			}
 		} else if want := g.keyOf(c); c.Key != want {
-			return r, coordinator.Invalid("gc", "candidate %q is not the %s key of %q/%q/%q (%q)", c.Key, c.Kind, c.Tenant, c.Task, c.Operation, want)
+			return r, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("candidate %q is not the %s key of %q/%q/%q (%q)", c.Key, c.Kind, c.Tenant, c.Task, c.Operation, want), nil)
 		}
 		if c.Kind == KindOp && c.MinStateVersion < 1 {
-			return r, coordinator.Invalid("gc", "operation record %q without the version it committed", c.Key)
+			return r, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("operation record %q without the version it committed", c.Key), nil)
 		}
 		if _, err := g.guard(c); err != nil {
-			return r, coordinator.Invalid("gc", "%v", err)
+			return r, store.NewError(store.InvalidInput, "gc", "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	for start := 0; start < len(p.Candidates); start += batchSize {

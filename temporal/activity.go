@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -53,13 +55,13 @@ type Activities struct {
 // claim or an approval.
 func NewActivities(c *client.Client, ttl, poll time.Duration) (*Activities, error) {
 	if c == nil {
-		return nil, coordinator.Invalid("activities", "nil gateway client")
+		return nil, store.NewError(store.InvalidInput, "activities", "", "", "nil gateway client", nil)
 	}
 	if ttl < time.Second || ttl%time.Second != 0 {
-		return nil, coordinator.Invalid("activities", "ttl %v must be a positive whole number of seconds", ttl)
+		return nil, store.NewError(store.InvalidInput, "activities", "", "", fmt.Sprintf("ttl %v must be a positive whole number of seconds", ttl), nil)
 	}
 	if poll <= 0 || poll > ttl/3 {
-		return nil, coordinator.Invalid("activities", "poll interval %v must be positive and at most TTL/3 (%v): each wait renews the lease", poll, ttl/3)
+		return nil, store.NewError(store.InvalidInput, "activities", "", "", fmt.Sprintf("poll interval %v must be positive and at most TTL/3 (%v): each wait renews the lease", poll, ttl/3), nil)
 	}
 	return &Activities{c: c, ttl: ttl, poll: poll}, nil
 }
@@ -137,10 +139,10 @@ func ExecuteEffect(ctx workflow.Context, tenant, step string, e ledger.Effect, o
 		return nil, err
 	}
 	if o.HeartbeatTimeout <= 0 {
-		return nil, coordinator.Invalid("execute effect", "a heartbeat timeout is required: it is how a stalled attempt is given up on")
+		return nil, store.NewError(store.InvalidInput, "execute effect", "", "", "a heartbeat timeout is required: it is how a stalled attempt is given up on", nil)
 	}
 	if o.StartToCloseTimeout <= 0 && o.ScheduleToCloseTimeout <= 0 {
-		return nil, coordinator.Invalid("execute effect", "a start-to-close or schedule-to-close timeout is required")
+		return nil, store.NewError(store.InvalidInput, "execute effect", "", "", "a start-to-close or schedule-to-close timeout is required", nil)
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              o.TaskQueue,

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // Attempt is one activity attempt acting under its own grant: a session
@@ -37,17 +39,17 @@ type Attempt struct {
 // Outside an activity (a test, a tool) Heartbeat only renews.
 func Begin(ctx context.Context, c *client.Client, tenant, task string, ttl, poll time.Duration) (*Attempt, error) {
 	if c == nil {
-		return nil, coordinator.Invalid("attempt", "nil gateway client")
+		return nil, store.NewError(store.InvalidInput, "attempt", "", "", "nil gateway client", nil)
 	}
 	hb := func(context.Context, ...any) {}
 	if activity.IsActivity(ctx) {
 		hb = activity.RecordHeartbeat
 	}
 	if ttl < time.Second || ttl%time.Second != 0 {
-		return nil, coordinator.Invalid("attempt", "ttl %v must be a positive whole number of seconds", ttl)
+		return nil, store.NewError(store.InvalidInput, "attempt", "", "", fmt.Sprintf("ttl %v must be a positive whole number of seconds", ttl), nil)
 	}
 	if poll <= 0 {
-		return nil, coordinator.Invalid("attempt", "poll interval %v must be positive", poll)
+		return nil, store.NewError(store.InvalidInput, "attempt", "", "", fmt.Sprintf("poll interval %v must be positive", poll), nil)
 	}
 	sent := time.Now()
 	s, err := c.OpenSession(ctx, ttl)
@@ -110,8 +112,7 @@ func (a *Attempt) wait(ctx context.Context, why string) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return &coordinator.Error{Disposition: coordinator.AuthorityUnavailable, Op: "attempt", Tenant: a.g.Tenant, Task: a.g.Task,
-			Detail: "the activity's context ended while " + why, Err: ctx.Err()}
+		return store.NewError(coordinator.AuthorityUnavailable, "attempt", a.g.Tenant, a.g.Task, "the activity's context ended while "+why, ctx.Err())
 	case <-t.C:
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // TaskOf is the leasegate task of the workflow with id workflowID: the id
@@ -31,15 +32,15 @@ func TaskOf(workflowID string) string {
 // step, on any worker and any build, names the same operation.
 func OperationIDOf(workflowID, step string) (string, error) {
 	if err := coordinator.CheckLabel("step", step); err != nil {
-		return "", coordinator.Invalid("operation id", "%v", err)
+		return "", store.NewError(store.InvalidInput, "operation id", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	if strings.Contains(step, "/") {
 		// "<task>/<step>" splits at its last '/': a step with one would let
 		// two pairs name one operation ("a/b" + "c", "a" + "b/c").
-		return "", coordinator.Invalid("operation id", "step %q contains '/'", step)
+		return "", store.NewError(store.InvalidInput, "operation id", "", "", fmt.Sprintf("step %q contains '/'", step), nil)
 	}
 	if workflowID == "" {
-		return "", coordinator.Invalid("operation id", "the workflow id is empty")
+		return "", store.NewError(store.InvalidInput, "operation id", "", "", "the workflow id is empty", nil)
 	}
 	if id := TaskOf(workflowID) + "/" + step; coordinator.CheckLabel("operation", id) == nil {
 		return id, nil

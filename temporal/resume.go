@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -23,12 +24,10 @@ func (e *StoppedError) Error() string {
 // should not even ask.
 func (a *Attempt) usable(op string) error {
 	if err := a.s.Err(); err != nil {
-		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op, Tenant: a.g.Tenant, Task: a.g.Task,
-			Detail: "the attempt's session can no longer act", Err: err}
+		return store.NewError(coordinator.ExpiredOwner, op, a.g.Tenant, a.g.Task, "the attempt's session can no longer act", err)
 	}
 	if time.Now().After(a.s.Deadline()) {
-		return &coordinator.Error{Disposition: coordinator.ExpiredOwner, Op: op, Tenant: a.g.Tenant, Task: a.g.Task,
-			Detail: "the attempt's session is past its local deadline", Err: coordinator.ErrSessionDeadline}
+		return store.NewError(coordinator.ExpiredOwner, op, a.g.Tenant, a.g.Task, "the attempt's session is past its local deadline", coordinator.ErrSessionDeadline)
 	}
 	return nil
 }
@@ -112,8 +111,7 @@ func (a *Attempt) Resume(ctx context.Context, op string, e ledger.Effect) (ledge
 					ownSince = time.Now()
 				}
 				if time.Since(ownSince) > 2*a.ttl {
-					return ledger.Record{}, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "resume", Tenant: a.g.Tenant, Task: a.g.Task,
-						Detail: op + " is still DISPATCHING under this attempt's epoch; the next attempt reconciles it"}
+					return ledger.Record{}, store.NewError(coordinator.OutcomeUnknown, "resume", a.g.Tenant, a.g.Task, op+" is still DISPATCHING under this attempt's epoch; the next attempt reconciles it", nil)
 				}
 				if err := a.wait(ctx, "waiting for the gateway to record "+op); err != nil {
 					return ledger.Record{}, err
@@ -121,8 +119,7 @@ func (a *Attempt) Resume(ctx context.Context, op string, e ledger.Effect) (ledge
 				continue
 			}
 			if reconciled {
-				return ledger.Record{}, &coordinator.Error{Disposition: coordinator.OutcomeUnknown, Op: "resume", Tenant: a.g.Tenant, Task: a.g.Task,
-					Detail: op + " is still " + string(rec.State) + " after reconciling; the next attempt reconciles again"}
+				return ledger.Record{}, store.NewError(coordinator.OutcomeUnknown, "resume", a.g.Tenant, a.g.Task, op+" is still "+string(rec.State)+" after reconciling; the next attempt reconciles again", nil)
 			}
 			reconciled = true
 			if err := a.during(ctx, "reconciling "+op, func() error {

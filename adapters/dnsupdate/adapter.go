@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -146,7 +147,7 @@ func newAdapter(server, zone string, key func() (tsigKey, error), opts []Option)
 			if errors.As(err, &fe) {
 				return nil, err
 			}
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	host, port, err := net.SplitHostPort(server)
@@ -182,7 +183,7 @@ func (a *Adapter) Contract() ledger.Contract { return ledger.Contract{Conditiona
 func (a *Adapter) Effect(name, typ, value string, ttl uint32, policy string) (ledger.Effect, error) {
 	p := Params{Type: strings.ToUpper(typ), Value: value, TTL: ttl}
 	if _, err := a.rr(dns.CanonicalName(name), p); err != nil {
-		return ledger.Effect{}, coordinator.Invalid("dnsupdate", "%v", err)
+		return ledger.Effect{}, store.NewError(store.InvalidInput, "dnsupdate", "", "", fmt.Sprintf("%v", err), nil)
 	}
 	b, _ := json.Marshal(p)
 	return ledger.Effect{Kind: a.kind, Target: dns.CanonicalName(name), Params: b, Policy: policy}, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -218,12 +219,12 @@ func New(base string, opts ...Option) (*Adapter, error) {
 			if errors.As(err, &fe) {
 				return nil, err
 			}
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	switch {
 	case a.client != nil && (a.timeout != 0 || a.roots != nil || a.certFile != ""):
-		return nil, coordinator.Invalid(op, "WithHTTPClient does not go with WithTimeout, WithCAFile or WithClientCertificate: its transport decides")
+		return nil, store.NewError(store.InvalidInput, op, "", "", "WithHTTPClient does not go with WithTimeout, WithCAFile or WithClientCertificate: its transport decides", nil)
 	case a.client == nil:
 		a.client = a.defaultClient()
 	}
@@ -245,11 +246,11 @@ func (a *Adapter) Contract() ledger.Contract {
 // Effect is a POST of body (JSON) to the resource target.
 func (a *Adapter) Effect(target string, body any, policy string) (ledger.Effect, error) {
 	if target == "" || strings.ContainsAny(target, "?#") || strings.Contains(target, "..") {
-		return ledger.Effect{}, coordinator.Invalid("httpidem", "target %q must be a resource path", target)
+		return ledger.Effect{}, store.NewError(store.InvalidInput, "httpidem", "", "", fmt.Sprintf("target %q must be a resource path", target), nil)
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return ledger.Effect{}, coordinator.Invalid("httpidem", "body: %v", err)
+		return ledger.Effect{}, store.NewError(store.InvalidInput, "httpidem", "", "", fmt.Sprintf("body: %v", err), nil)
 	}
 	return ledger.Effect{Kind: a.kind, Target: target, Params: b, Policy: policy}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasegate/leasegate/adapters/internal/config"
 	"github.com/leasegate/leasegate/coordinator"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -111,7 +112,7 @@ func New(nodes []Node, passwordFile string, opts ...Option) (*Adapter, error) {
 			if errors.As(err, &fe) {
 				return nil, err
 			}
-			return nil, coordinator.Invalid(op, "%v", err)
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 		}
 	}
 	if len(nodes) < 2 {
@@ -167,7 +168,7 @@ func (a *Adapter) Contract() ledger.Contract { return ledger.Contract{} }
 // approved, as Propose takes it. Target must be a configured node.
 func (a *Adapter) Effect(target, maxLoss, policy string) (ledger.Effect, error) {
 	if !a.known(target) {
-		return ledger.Effect{}, coordinator.Invalid("pgpromote", "node %q is not in the topology", target)
+		return ledger.Effect{}, store.NewError(store.InvalidInput, "pgpromote", "", "", fmt.Sprintf("node %q is not in the topology", target), nil)
 	}
 	p, _ := json.Marshal(map[string]string{"target": target, "max_loss": maxLoss})
 	return ledger.Effect{Kind: a.kind, Target: target, Params: p, Policy: policy}, nil

@@ -283,12 +283,11 @@ func DispositionOf(err error) Disposition {
 }
 
 // NewError is an *Error of disposition d for op on a task (tenant and task
-// empty where none is involved), with detail and cause.
+// empty where none is involved), with a detail line and the cause (nil if
+// none). It is the one way the leasegate packages build an *Error: every
+// field is named at every call, beside the table that gives d its
+// meaning. A caller that has seen the task's holder sets Holder on the
+// result.
 func NewError(d Disposition, op, tenant, task, detail string, cause error) *Error {
 	return &Error{Disposition: d, Op: op, Tenant: tenant, Task: task, Detail: detail, Err: cause}
-}
-
-// Invalid is an invalid_input error for op: bad input refused before any I/O.
-func Invalid(op, format string, args ...any) *Error {
-	return &Error{Disposition: InvalidInput, Op: op, Detail: fmt.Sprintf(format, args...)}
 }

@@ -46,8 +46,8 @@ func TestDispositionTable(t *testing.T) {
 			t.Fatalf("%s: the lookups do not answer from its row", d)
 		}
 		if done {
-			if DispositionOf(&Error{Disposition: d}) != d {
-				t.Fatalf("DispositionOf(an *Error of %s) = %s", d, DispositionOf(&Error{Disposition: d}))
+			if DispositionOf(NewError(d, "", "", "", "", nil)) != d {
+				t.Fatalf("DispositionOf(an *Error of %s) = %s", d, DispositionOf(NewError(d, "", "", "", "", nil)))
 			}
 			continue
 		}
@@ -59,7 +59,7 @@ func TestDispositionTable(t *testing.T) {
 			t.Fatalf("%s's sentinel reads %q, want %q", d, m.Sentinel, want)
 		}
 		cause := errors.New("cause")
-		err := fmt.Errorf("wrapped: %w", &Error{Disposition: d, Err: cause})
+		err := fmt.Errorf("wrapped: %w", NewError(d, "", "", "", "", cause))
 		if !errors.Is(err, m.Sentinel) || !errors.Is(err, cause) {
 			t.Fatalf("%s: errors.Is misses the sentinel or the cause of a wrapped *Error", d)
 		}

@@ -65,7 +65,7 @@ func (s *Store) GuardReads(g Grant) []clientv3.Op {
 // holder the reads showed (TTL unknown: DescribeHolder completes it).
 func (s *Store) CheckGuard(op string, g Grant, rs []*pb.ResponseOp) error {
 	if len(rs) < 3 {
-		return Invalid(op, "the Txn's Else does not start with GuardReads")
+		return NewError(InvalidInput, op, "", "", "the Txn's Else does not start with GuardReads", nil)
 	}
 	realm, fence, owner := FirstKV(rs[0]), FirstKV(rs[1]), FirstKV(rs[2])
 	refuse := func(d Disposition, format string, args ...any) error {

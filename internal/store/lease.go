@@ -16,7 +16,7 @@ import (
 // leases with it, the drill its workers'.
 func (s *Store) RenewLease(ctx context.Context, lease int64) (time.Duration, time.Time, error) {
 	if lease <= 0 {
-		return 0, time.Time{}, Invalid("renew", "lease %d must be positive", lease)
+		return 0, time.Time{}, NewError(InvalidInput, "renew", "", "", fmt.Sprintf("lease %d must be positive", lease), nil)
 	}
 	sent := time.Now()
 	var resp *clientv3.LeaseKeepAliveResponse

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -14,6 +15,7 @@ import (
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
 )
 
@@ -31,15 +33,15 @@ func GrantToProto(g coordinator.Grant) *leasegatev1.Grant {
 // GrantFromProto reads a grant; a missing or malformed one is invalid_input.
 func GrantFromProto(op string, p *leasegatev1.Grant) (coordinator.Grant, error) {
 	if p == nil {
-		return coordinator.Grant{}, coordinator.Invalid(op, "grant is required (Claim returns one)")
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", "grant is required (Claim returns one)", nil)
 	}
 	lease, err := coordinator.ParseLeaseID(p.GetLease())
 	if err != nil {
-		return coordinator.Grant{}, coordinator.Invalid(op, "grant.lease: %v", err)
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("grant.lease: %v", err), nil)
 	}
 	g := coordinator.Grant{Realm: p.GetRealm(), Tenant: p.GetTenant(), Task: p.GetTask(), Owner: p.GetOwner(), Epoch: p.GetEpoch(), Lease: lease}
 	if err := g.Validate(); err != nil {
-		return coordinator.Grant{}, coordinator.Invalid(op, "grant: %v", err)
+		return coordinator.Grant{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("grant: %v", err), nil)
 	}
 	return g, nil
 }
@@ -90,7 +92,7 @@ func RawJSON(op, field, s string) (json.RawMessage, error) {
 		return nil, nil
 	}
 	if !json.Valid([]byte(s)) {
-		return nil, coordinator.Invalid(op, "%s is not one JSON value", field)
+		return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%s is not one JSON value", field), nil)
 	}
 	return json.RawMessage(s), nil
 }
@@ -105,7 +107,7 @@ func EvidenceFromProto(op string, p *leasegatev1.Evidence) (ledger.Evidence, err
 
 func EffectFromProto(op string, p *leasegatev1.Effect) (ledger.Effect, error) {
 	if p == nil {
-		return ledger.Effect{}, coordinator.Invalid(op, "effect is required")
+		return ledger.Effect{}, store.NewError(store.InvalidInput, op, "", "", "effect is required", nil)
 	}
 	params, err := RawJSON(op, "effect.params_json", p.GetParamsJson())
 	return ledger.Effect{Kind: p.GetKind(), Target: p.GetTarget(), Params: params, Policy: p.GetPolicy()}, err
@@ -113,7 +115,7 @@ func EffectFromProto(op string, p *leasegatev1.Effect) (ledger.Effect, error) {
 
 func ObservationFromProto(op string, p *leasegatev1.Observation) (ledger.Observation, error) {
 	if p == nil {
-		return ledger.Observation{}, coordinator.Invalid(op, "precondition is required")
+		return ledger.Observation{}, store.NewError(store.InvalidInput, op, "", "", "precondition is required", nil)
 	}
 	d, err := RawJSON(op, "precondition.detail_json", p.GetDetailJson())
 	return ledger.Observation{Digest: p.GetDigest(), At: TSFrom(p.GetObservedAt()), Detail: d}, err
@@ -250,8 +252,7 @@ func TransitionFromProto(rec ledger.Record, p *leasegatev1.Transition) ledger.Tr
 // ErrorFromRefusal is the *coordinator.Error a Refusal describes, cause
 // attached.
 func ErrorFromRefusal(r *leasegatev1.Refusal, cause error) *coordinator.Error {
-	e := &coordinator.Error{Disposition: coordinator.Disposition(r.GetDisposition()), Op: r.GetOp(), Tenant: r.GetTenant(),
-		Task: r.GetTask(), Detail: r.GetDetail(), Err: cause}
+	e := store.NewError(coordinator.Disposition(r.GetDisposition()), r.GetOp(), r.GetTenant(), r.GetTask(), r.GetDetail(), cause)
 	if h := r.GetHolder(); h != nil {
 		o := OwnershipFromProto(h)
 		e.Holder = &o

@@ -59,7 +59,7 @@ func UnfencedCommit(ctx context.Context, c *coordinator.Coordinator, g coordinat
 		receipt.Disposition = coordinator.HistoricalRetry
 		return receipt, nil
 	}
-	return fencedtxn.Receipt{}, coordinator.Refusal(coordinator.VersionConflict, "commit", in.Tenant, in.Task, "version moved")
+	return fencedtxn.Receipt{}, store.NewError(coordinator.VersionConflict, "commit", in.Tenant, in.Task, "version moved", nil)
 }
 
 // Workload is concurrent clients claiming, committing to, reading and

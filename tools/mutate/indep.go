@@ -114,7 +114,7 @@ var indepMutations = []Mutation{
 	ind("checkguard/fence-owner-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's owner with the grant's",
 		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`),
 	ind("current/not-validated", fenceGo, "Current sends a grant that is not a grant at all instead of refusing it as invalid_input",
-		"if err := g.Validate(); err != nil {\n\t\treturn Invalid(op, \"%v\", err)", "if err := g.Validate(); err != nil && false {\n\t\treturn Invalid(op, \"%v\", err)"),
+		"if err := g.Validate(); err != nil {\n\t\treturn store.NewError(InvalidInput, op,", "if err := g.Validate(); err != nil && false {\n\t\treturn store.NewError(InvalidInput, op,"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
 		"ReadOnly: true,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})", "ReadOnly: false,\n\t\tIf: c.Guard(g), Else: c.s.GuardReads(g)})"),
 	ind("checkguard/fence-older-unnamed", storeGuardGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
@@ -164,7 +164,7 @@ var indepMutations = []Mutation{
 	// package's tests; attach_zero_lease_is_invalid_test.go and
 	// detach_leaves_metrics_test.go kill them)
 	ind("attach/zero-lease", attachGo, "Attach accepts lease 0 (etcd's NoLease): the worker's owner keys would be put with no lease and never expire",
-		"if lease <= 0 {\n\t\treturn nil, Invalid(\"session\"", "if lease < 0 {\n\t\treturn nil, Invalid(\"session\""),
+		"if lease <= 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"", "if lease < 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\""),
 	ind("attach/detach-stays-counted", attachGo, "Detach leaves the session in leasegate_sessions and the renewal age, for a lease this process no longer watches",
 		"\ts.c.metrics.sessionEnded(s, \"\")\n", ""),
 	// (a later round: judged equivalent, see its reason)
@@ -220,7 +220,7 @@ var indepMutations = []Mutation{
 		`if DispositionOf(err) == ExpiredOwner { // already gone: nothing left to revoke`, `if DispositionOf(err) == ExpiredOwner && false {`).
 		killedBy("./coordinator", "TestCloseAfterTheLeaseIsGoneIsNotAnError"),
 	ind("revoke/zero-lease", leasesGo, "RevokeLease(0) is sent to etcd instead of refused as invalid_input",
-		"if lease <= 0 {\n\t\treturn Invalid(\"lease revoke\"", "if lease < 0 {\n\t\treturn Invalid(\"lease revoke\"").
+		"if lease <= 0 {\n\t\treturn store.NewError(InvalidInput, \"lease revoke\"", "if lease < 0 {\n\t\treturn store.NewError(InvalidInput, \"lease revoke\"").
 		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 
 	// ---- coordinator/grants.go (Session.Grants) and release.go (ReleaseTask)
@@ -342,7 +342,7 @@ var indepMutations = []Mutation{
 	ind("leases/stale-unmarked", leasesGo, "lease listings compare owner keys with the realm's CreateRevision: keys from before a rotation are not stale",
 		`Stale: realm != nil && kv.ModRevision < realm.ModRevision})`, `Stale: realm != nil && kv.ModRevision < realm.CreateRevision})`),
 	ind("lease/zero-id", leasesGo, "Lease(0) is sent to etcd instead of refused as invalid_input",
-		"if id <= 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"", "if id < 0 {\n\t\treturn LeaseInfo{}, Invalid(\"lease show\"").
+		"if id <= 0 {\n\t\treturn LeaseInfo{}, store.NewError(InvalidInput, \"lease show\"", "if id < 0 {\n\t\treturn LeaseInfo{}, store.NewError(InvalidInput, \"lease show\"").
 		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 	ind("lease/expired-shown", leasesGo, "an expired lease is shown empty instead of expired_owner",
 		`if li.TTLLeft < 0 && li.GrantedTTL == 0 {`, `if false {`),

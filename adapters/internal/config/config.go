@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/secretfile"
+	"github.com/leasegate/leasegate/internal/store"
 )
 
 // FieldError is a constructor's invalid_input with the setting at fault:
@@ -35,7 +36,7 @@ type FieldError struct {
 
 // Invalid is op's invalid_input about field.
 func Invalid(op, field string, format string, args ...any) error {
-	return &FieldError{field: field, err: coordinator.Invalid(op, format, args...)}
+	return &FieldError{field: field, err: store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf(format, args...), nil)}
 }
 
 // Field is the setting at fault.
