@@ -146,7 +146,7 @@ func TestAnInstanceWithoutTemporalCannotUseWhatItWasGiven(t *testing.T) {
 	env := map[string]string{
 		drillworker.EnvGateway: "https://127.0.0.1:1/t/x", drillworker.EnvCA: "ca.pem", drillworker.EnvCert: "c.pem",
 		drillworker.EnvKey: "k.pem", drillworker.EnvTenant: "t", drillworker.EnvTask: "incident-1",
-		drillworker.EnvPlan: `{"promote":{"kind":"db.promote","target":"db-2","params":{"target":"db-2"}},"traffic":{"kind":"dns.upsert","record":"r"}}`,
+		drillworker.EnvPlan:     `{"promote":{"kind":"db.promote","target":"db-2","params":{"target":"db-2"}},"traffic":{"kind":"dns.upsert","record":"r"}}`,
 		drillworker.EnvInstance: "1", drillworker.EnvSessionTTL: "3", drillworker.EnvHeartbeatTimeout: "2",
 	}
 	for _, tc := range []struct{ name, key, value, want string }{
