@@ -9,6 +9,7 @@ import (
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -27,7 +28,7 @@ func TestRealmShowAfterRestore(t *testing.T) {
 	a := embedtest.NewCluster(t)
 	e := newEnvOn(t, a)
 	ctx := lgtest.Ctx(t)
-	for i := 0; i < 2*coordinator.RestoreSlack; i++ { // some history before the snapshot
+	for i := 0; i < 2*store.RestoreSlack; i++ { // some history before the snapshot
 		if _, err := e.client().Put(ctx, fmt.Sprintf("/history/%d", i), "x"); err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ import (
 // new raft log at index 1 (one entry per member) while the revision
 // continues from the snapshot's (or beyond, with --bump-revision): the
 // distance jumps up by about the snapshot's revision. A distance larger than
-// the origin's by more than RestoreSlack shows that etcd was restored (or
+// the origin's by more than 256 (store.RestoreSlack) shows that etcd was restored (or
 // the keyspace copied to another cluster) after the realm was minted. A
 // cluster ID other than the origin's (a restore with another
 // --initial-cluster-token or other peer URLs makes a new one) shows it too.
@@ -33,12 +33,6 @@ type Origin struct {
 	RaftIndex uint64    `json:"raft_index"` // the applied raft index read with it
 	At        time.Time `json:"at"`         // the writer's clock, for people only
 }
-
-// RestoreSlack is how far revision − raft index may exceed the origin's
-// before CheckOrigin calls it a restore: it absorbs entries applied between
-// the reads of one status answer. A snapshot taken at a revision less than
-// about RestoreSlack past the cluster's raft index is not detected.
-const RestoreSlack = 256
 
 // statusTimeout bounds the status request to one endpoint.
 const statusTimeout = 2 * time.Second
@@ -153,7 +147,7 @@ func (c *Coordinator) CheckOrigin(ctx context.Context) (OriginCheck, error) {
 	if o.ClusterID != now.ClusterID {
 		chk.Warnings = append(chk.Warnings, fmt.Sprintf("the realm was minted on etcd cluster %s, but cluster %s answers: the keyspace was restored from a snapshot or copied; rotate the realm (docs/operations.md, restore)", o.ClusterID, now.ClusterID))
 	}
-	if now.distance() > o.distance()+RestoreSlack {
+	if now.distance() > o.distance()+store.RestoreSlack {
 		chk.Warnings = append(chk.Warnings, fmt.Sprintf("etcd's revision is %d past its raft index, %d when the realm was minted: etcd was restored from a snapshot since (a new raft log); rotate the realm (docs/operations.md, restore)", now.distance(), o.distance()))
 	}
 	return chk, nil

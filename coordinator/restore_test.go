@@ -18,6 +18,7 @@ import (
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/fencedtxn"
+	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
@@ -32,7 +33,7 @@ func TestRestore(t *testing.T) {
 	a := embedtest.NewCluster(t)
 	ca := lgtest.Coordinator(t, a)
 	ctx := lgtest.Ctx(t)
-	history(t, ca, 2*coordinator.RestoreSlack) // a keyspace with some history before the snapshot
+	history(t, ca, 2*store.RestoreSlack) // a keyspace with some history before the snapshot
 	commit := func(c *coordinator.Coordinator, g coordinator.Grant, op string, v int64) error {
 		_, err := fencedtxn.Commit(ctx, c, g, fencedtxn.Intent{Tenant: "t", Task: "k", Operation: op, Value: []byte(op), ExpectedVersion: v})
 		return err
@@ -143,7 +144,7 @@ func TestRestoreInPlace(t *testing.T) {
 	a := embedtest.NewCluster(t)
 	ca := lgtest.Coordinator(t, a)
 	ctx := lgtest.Ctx(t)
-	history(t, ca, 2*coordinator.RestoreSlack)
+	history(t, ca, 2*store.RestoreSlack)
 	s := lgtest.Session(t, ca, "w1", 60*time.Second) // its lease is in the snapshot
 	snap := filepath.Join(t.TempDir(), "snap.db")
 	if err := a.SaveSnapshot(ctx, snap); err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -141,13 +140,6 @@ func (c *Cluster) clientConfig(user, password string, opts []grpc.DialOption) (c
 		cfg.TLS = tlsCfg
 	}
 	return cfg, nil
-}
-
-// ClientTLS is a TLS configuration for a client of the cluster (its CA and
-// client certificate); nil without WithTLS.
-func (c *Cluster) ClientTLS() (*tls.Config, error) {
-	cfg, err := c.clientConfig("", "", nil)
-	return cfg.TLS, err
 }
 
 // NewClientAs returns a client of every member that logs in as user (no

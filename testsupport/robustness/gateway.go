@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -333,13 +332,6 @@ func (g *Gateways) Client(i int, p *embedtest.Proxy) (*client.Client, error) {
 		return nil, err
 	}
 	return client.New("https://"+p.Addr(), tlsCfg)
-}
-
-// ClientTLS is worker i's client TLS (for tests that dial a replica
-// directly).
-func (g *Gateways) ClientTLS(i int) (*tls.Config, error) {
-	f := g.certs.Clients[workerName(i)]
-	return client.TLSConfig(g.certs.CA, f.Cert, f.Key)
 }
 
 // Close stops every replica and hop, and removes the certificates.

@@ -223,19 +223,16 @@ var indepMutations = []Mutation{
 		"if lease <= 0 {\n\t\treturn store.NewError(InvalidInput, \"lease revoke\"", "if lease < 0 {\n\t\treturn store.NewError(InvalidInput, \"lease revoke\"").
 		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 
-	// ---- coordinator/grants.go (Session.Grants) and release.go (ReleaseTask)
+	// ---- coordinator/grants.go (Session.Grants)
 	ind("grants/old-realm-listed", grantsGo, "Session.Grants lists owner keys older than the realm",
 		`string(kv.Value) != s.owner || kv.ModRevision < realm.ModRevision {`, `string(kv.Value) != s.owner {`),
 	ind("grants/any-lease", grantsGo, "Session.Grants lists owner keys of the same label on another lease",
 		`if kv.Lease != int64(s.lease) || string(kv.Value) != s.owner`, `if string(kv.Value) != s.owner`),
 	ind("grants/epoch-is-create-revision", grantsGo, "Session.Grants reports an owner key's create revision as the epoch: wrong for a claim over a stale key of the old realm",
 		`Epoch: kv.ModRevision, Lease: int64(s.lease)})`, `Epoch: kv.CreateRevision, Lease: int64(s.lease)})`),
-	ind("releasetask/any-lease", releaseGo, "ReleaseTask deletes an owner key of the same label on another lease",
-		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``),
-	ind("releasetask/any-owner", releaseGo, "ReleaseTask deletes an owner key of another label on the same lease",
-		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``),
-	ind("releasetask/gone-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner, not expired_owner",
-		`return store.NewError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return store.NewError(StaleOwner, "release", tenant, task, "the session holds no owner key`),
+	ind("grants/any-label", grantsGo, "Session.Grants lists an owner key on the session's lease under another owner label",
+		`if kv.Lease != int64(s.lease) || string(kv.Value) != s.owner || kv.ModRevision`, `if kv.Lease != int64(s.lease) || kv.ModRevision`).
+		killedBy("./coordinator", "TestSessionGrantsShowsALostClaim"),
 
 	// ---- internal/store/txn.go (the limits)
 	ind("limits/max-ops-inclusive", limitsGo, "a Txn of exactly max-txn-ops ops is refused",

@@ -138,7 +138,7 @@ var mutations = []Mutation{
 		"\treturn nil\n}\n\n// A Store keeps, per grant", "\treturn refuse(StaleOwner, \"mutant\")\n}\n\n// DescribeHolder completes",
 		txnPkg, coordPkg),
 
-	// ---- renew (coordinator/renew.go), release and ReleaseTask (coordinator/release.go)
+	// ---- renew (coordinator/renew.go), release (coordinator/release.go)
 	mut("renew/no-guard", renewGo, "Renew keeps a lease alive without checking the grant is current",
 		`if err := c.current(ctx, "renew", g); err != nil {`, `if err := c.current(ctx, "renew", g); err != nil && false {`,
 		txnPkg, coordPkg),
@@ -148,15 +148,6 @@ var mutations = []Mutation{
 	mut("release/refusal-ignored", releaseGo, "a refused Release returns nil",
 		`return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`, `return nil`,
 		coordPkg, txnPkg),
-	mut("releasetask/drop-lease", releaseGo, "ReleaseTask without LeaseValue(owner) == s.lease",
-		`clientv3.Compare(clientv3.LeaseValue(owner), "=", s.lease),`, ``,
-		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
-	mut("releasetask/drop-owner", releaseGo, "ReleaseTask without Value(owner) == s.owner",
-		`clientv3.Compare(clientv3.Value(owner), "=", s.owner),`, ``,
-		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
-	mut("releasetask/gone-as-stale", releaseGo, "ReleaseTask of a task with no owner key is stale_owner",
-		`return store.NewError(ExpiredOwner, "release", tenant, task, "the session holds no owner key`, `return store.NewError(StaleOwner, "release", tenant, task, "the session holds no owner key`,
-		run("./coordinator", "TestSessionGrantsAndReleaseTask"), coordPkg),
 
 	// ---- transport classification (internal/store/transport.go)
 	mut("classify/drop-lease-not-found", transportGo, "etcd's lease-not-found is not expired_owner",
