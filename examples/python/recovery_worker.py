@@ -20,8 +20,9 @@ What makes it safe is the seed-003 lesson, in this order:
      operation id — never mint a new key for a retry; a lost answer
      (outcome_unknown) is settled by Reconcile, not by sending again;
   3. only after the topology shows the target as the writer, point traffic
-     at it, against the record's value as the provider shows it now; a
-     value nobody in the workflow set is an operator's edit: hold;
+     at it, against the record's value as the provider shows it now; over
+     an operator's edit it only proposes: the commander rules whether the
+     edit was a holding action to go on from, and its refusal is a hold;
   4. stop at the first refusal of the fence: another instance owns it now.
 
     leasegate drill --worker 'python3 examples/python/recovery_worker.py' --trials 20
@@ -249,27 +250,27 @@ class Recovery:
         raise Held("the topology never showed %s as the writer" % target)
 
     def recover_traffic(self, writer):
+        """Points the record at the writer. Over a value nobody in the
+        workflow set (an operator's edit) it still only proposes: whether
+        the edit was a holding action the workflow may go on from (a
+        maintenance page) or a routing decision that stands is the
+        commander's call, and its refusal is a hold."""
         t = self.traffic
         prefix = t["operation_prefix"]
         for _ in range(6):
             mine = [r for r in self.records() if r.get("effect", {}).get("kind") == t["kind"]]
-            left = self.original  # what the workflow last left the record at
-            for r in mine:
-                if r.get("state") in ("CONFIRMED", "DISPATCHING", "UNKNOWN"):
-                    left = json.loads(r["effect"]["paramsJson"]).get("value", left)
             digest, w = self.traffic_view(writer)
             if w.get("record") == writer:
                 return
-            if w.get("record") != left:
-                raise Held("the record is %s, the workflow left %s: an operator's edit; not overwritten"
-                           % (w.get("record"), left))
             open_ = [r for r in mine if r.get("state") in ("PROPOSED", "AUTHORIZED")]
             if open_:
                 op = open_[-1]["operation"]
             else:
                 op = "%s%d" % (prefix, len(mine) + 1)
                 self.gw.propose(self.grant, op, t["kind"], t["record"], {"record": t["record"], "value": writer}, digest)
-            self.settle(op)
+            st = self.settle(op)
+            if st == "REJECTED":
+                raise Held("the commander refused traffic change %s (the record is %s)" % (op, w.get("record")))
         raise Held("traffic never reached the writer")
 
     def run(self):
