@@ -274,12 +274,12 @@ func (c *worldCommander) review(rec ledger.Record) error {
 	writer, promoting := w.topo.Describe(caller{actor: commander})
 	to, why := commanderVerdict(ids, lerr, writer, promoting, target, w.s.now-simDuration(cur.DispatchedAt))
 	if to == "" {
-		if c.looks[op] < commanderLooks {
-			c.note(op, "no decision: %s", why)
+		held, detail := noEvidence(c.looks[op], why)
+		if !held {
+			c.note(op, "%s", detail)
 			return nil
 		}
-		return c.decide(cur, commander, decisionHold, ReasonNoEvidence, fmt.Sprintf(
-			"no evidence either way after %d looks (%s): it stays in MANUAL_REVIEW, traffic held", commanderLooks, why), ledger.ManualReview)
+		return c.decide(cur, commander, decisionHold, ReasonNoEvidence, detail, ledger.ManualReview)
 	}
 	if first := w.firstWorker(); first != nil {
 		first.stopAt(winResolve, "after the commander decided, before Resolve was written")
@@ -376,6 +376,19 @@ func (c *worldCommander) call(rec ledger.Record, who, decision, reason, why stri
 		}
 	})
 	return err
+}
+
+// noEvidence is the commander's rule when its looks-th look at a record
+// in MANUAL_REVIEW found no evidence either way (why): it looks again,
+// until commanderLooks looks; then it stops looking, and the operation
+// stays in MANUAL_REVIEW — a hold the world made (ReasonNoEvidence). It
+// returns whether the commander holds, and what it says. The world's
+// commander of every trial, built-in or a user's worker's, decides by it.
+func noEvidence(looks int, why string) (bool, string) {
+	if looks < commanderLooks {
+		return false, "no decision: " + why
+	}
+	return true, fmt.Sprintf("no evidence either way after %d looks (%s): it stays in MANUAL_REVIEW, traffic held", commanderLooks, why)
 }
 
 // commanderTries bounds how often the commander tries a decision while

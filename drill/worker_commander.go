@@ -25,6 +25,8 @@ import (
 //   - a record in MANUAL_REVIEW: CONFIRMED or FAILED on the audit trail
 //     and the topology (commanderVerdict), the DNS provider's change
 //     under the operation id for traffic, looked at every commanderLook;
+//     after commanderLooks looks without evidence either way it stops
+//     looking and the operation stays there (noEvidence, ReasonNoEvidence);
 //   - it takes 3-15 s of world time to look at a proposal.
 //
 // The worker never holds an approver's certificate: the gateway refuses
@@ -41,6 +43,8 @@ func (pt *procTrial) commander(ctx context.Context) {
 	}
 	due := map[string]time.Duration{}   // record (operation and seq) → when the commander decides
 	since := map[string]time.Duration{} // ... → when it first saw it
+	looks := map[string]int{}           // ... → its looks at it in MANUAL_REVIEW
+	held := map[string]bool{}           // ... → it stopped looking: no evidence either way
 	tk := time.NewTicker(100 * time.Millisecond)
 	defer tk.Stop()
 	for {
@@ -54,10 +58,10 @@ func (pt *procTrial) commander(ctx context.Context) {
 			continue // etcd slow or the trial ending: look again
 		}
 		for _, rec := range recs {
-			if rec.State != ledger.Proposed && rec.State != ledger.ManualReview {
+			k := fmt.Sprintf("%s#%d", rec.Operation, rec.Seq)
+			if rec.State != ledger.Proposed && rec.State != ledger.ManualReview || held[k] {
 				continue
 			}
-			k := fmt.Sprintf("%s#%d", rec.Operation, rec.Seq)
 			pt.mu.Lock()
 			pt.advance()
 			now := pt.s.now
@@ -79,7 +83,8 @@ func (pt *procTrial) commander(ctx context.Context) {
 			if rec.State == ledger.Proposed {
 				act = pt.review(ctx, c, rec, now-since[k], func(d time.Duration) { due[k] = now + d })
 			} else {
-				act = pt.resolve(ctx, c, rec, func(d time.Duration) { due[k] = now + d })
+				looks[k]++
+				act = pt.resolve(ctx, c, rec, looks[k], func(d time.Duration) { due[k] = now + d }, func() { held[k] = true })
 			}
 			pt.mu.Unlock()
 			if act != nil {
@@ -174,9 +179,13 @@ func (pt *procTrial) review(ctx context.Context, c *client.Client, rec ledger.Re
 	return reject(code, why)
 }
 
-// resolve decides on a record in MANUAL_REVIEW from the world's evidence
-// (mu held), or looks again later.
-func (pt *procTrial) resolve(ctx context.Context, c *client.Client, rec ledger.Record, again func(time.Duration)) func() error {
+// resolve is the commander's look-th look at a record in MANUAL_REVIEW
+// (mu held): it decides from the world's evidence, or looks again later
+// (again), or — no evidence either way after commanderLooks looks, the
+// built-in world's rule (noEvidence) — stops looking (hold) and records
+// that the operation stays in MANUAL_REVIEW, a hold the world made.
+func (pt *procTrial) resolve(ctx context.Context, c *client.Client, rec ledger.Record, look int,
+	again func(time.Duration), hold func()) func() error {
 	var (
 		to  ledger.State
 		why string
@@ -193,8 +202,15 @@ func (pt *procTrial) resolve(ctx context.Context, c *client.Client, rec ledger.R
 		to, why = ledger.Failed, "Route 53 has no change under this operation id: it never applied"
 	}
 	if to == "" {
-		pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: "no decision: " + why})
-		again(commanderLook)
+		stop, detail := noEvidence(look, why)
+		if !stop {
+			pt.add(Event{Kind: KindNote, Actor: commander, Operation: rec.Operation, Detail: detail})
+			again(commanderLook)
+			return nil
+		}
+		hold()
+		pt.add(Event{Kind: KindDecision, Actor: commander, Operation: rec.Operation, Effect: decisionHold, Value: ReasonNoEvidence,
+			To: string(ledger.ManualReview), Detail: detail})
 		return nil
 	}
 	ev := pt.evidence(ids, why)
