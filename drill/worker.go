@@ -121,8 +121,8 @@ func WithWorker(argv ...string) Option {
 const (
 	// procScale is how many world seconds pass in one real second: the
 	// providers' and the commander's timings are the simulated drill's
-	// (a promotion takes 4-12 s of world time), run ten times faster.
-	procScale = 10
+	// (a promotion takes 4-12 s of world time), run twenty times faster.
+	procScale = 20
 	// procSessionTTL is the lease TTL a worker opens its session with
 	// (EnvSessionTTL), real seconds: a paused instance loses its lease
 	// this long after its last renewal.
@@ -135,9 +135,10 @@ const (
 	// call to the gateway within it does not follow the contract.
 	procFirstCall = 2 * time.Minute
 	// procTrialBound is a trial's real-time bound from its first call
-	// to the gateway: instances still
-	// running then are killed, and the world is graded as it is.
-	procTrialBound = 2 * time.Minute
+	// to the gateway, the simulated trial's limit on the world's clock
+	// (90 s real): instances still running then are killed, and the
+	// world is graded as it is.
+	procTrialBound = trialLimit / procScale
 	// procInstances is the most instances one trial starts.
 	procInstances = 4
 )
