@@ -160,7 +160,7 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	gopts := []gateway.Option{gateway.WithLogger(glg), gateway.WithIdentities(plan.ids...), gateway.WithSessionKey(plan.key),
-		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp)}
+		gateway.WithAdapters(plan.adapters...), gateway.WithMetrics(reg, reg), gateway.WithTracerProvider(tp), gateway.WithLimits(plan.cfg.Limits)}
 	if plan.policy != nil {
 		gopts = append(gopts, gateway.WithPolicy(plan.policy))
 	}
@@ -212,7 +212,9 @@ func runServe(c *cli.Context) error {
 	for _, a := range plan.adapters {
 		kinds = append(kinds, a.Kind())
 	}
-	lg.Info("gateway serving", zap.String("address", out.Address), zap.Strings("adapters", kinds))
+	lim := srv.Limits()
+	lg.Info("gateway serving", zap.String("address", out.Address), zap.Strings("adapters", kinds),
+		zap.Int("limit-sessions", lim.Sessions), zap.Int("limit-grants", lim.Grants), zap.Int("limit-watches", lim.Watches))
 	return srv.Serve(c.Context, ln, plan.tls, c.Duration("grace"))
 }
 

@@ -59,6 +59,11 @@ const (
 	// it refuses every write until an operator compacts, defragments and
 	// disarms the alarm. Nothing was written: a hold.
 	NoSpace = store.NoSpace
+	// LimitExceeded: the gateway refused a call that would take its caller
+	// past one of its identity's limits (open sessions, grants, watch
+	// streams); nothing was written. Not a hold: it succeeds once the
+	// identity holds fewer, or with a larger limit.
+	LimitExceeded = store.LimitExceeded
 )
 
 // Dispositions lists every disposition, done ones first. It returns a new
@@ -100,6 +105,7 @@ var (
 	ErrNoKeyspace           = store.ErrNoKeyspace
 	ErrCorruptRecord        = store.ErrCorruptRecord
 	ErrNoSpace              = store.ErrNoSpace
+	ErrLimitExceeded        = store.ErrLimitExceeded
 )
 
 // Error is every non-done outcome the leasegate packages return: its

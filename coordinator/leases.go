@@ -206,7 +206,8 @@ func (c *Coordinator) RevokeLease(ctx context.Context, lease int64) error {
 
 // RevokeOwnerLease is an operator's forced expiry of a leasegate lease: it
 // revokes lease id only if etcd shows it carrying owner keys of this
-// keyspace and no other key, and returns the lease as it was read just
+// keyspace and no other key (but the units a gateway counts its callers'
+// sessions and grants by, store.Keys.Limit, which go with the session), and returns the lease as it was read just
 // before (its tasks are those the revoke vacated). A lease that carries no
 // owner key of this keyspace (another application's, or one whose tasks
 // were all released) or any other key is invalid_input, and nothing is
@@ -265,6 +266,9 @@ func (c *Coordinator) checkOwnerLease(ctx context.Context, op string, id int64) 
 	for _, k := range resp.Keys {
 		if kind, _, _, ok := c.keys.ParseTask(string(k)); ok && kind == KindOwner {
 			owners++
+			continue
+		}
+		if strings.HasPrefix(string(k), c.keys.LimitsRoot()) { // a gateway's count of the session or its grants
 			continue
 		}
 		foreign = append(foreign, string(k))

@@ -30,6 +30,9 @@ type Identity struct {
 	ID      string   `json:"id"`
 	Roles   []Role   `json:"roles"`
 	Tenants []string `json:"tenants"`
+	// Limits, if set, are this identity's own (a zero field: the
+	// deployment's, Config.Limits / WithLimits).
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // Has reports whether the identity has role r.
@@ -62,6 +65,10 @@ type Config struct {
 	// approvals given under it, and nothing approved under another is
 	// dispatched.
 	PolicyFile string `json:"policy_file,omitempty"`
+	// Limits bound what each identity holds at once (sessions, grants,
+	// watch streams), unless it names its own; a zero field is
+	// DefaultLimits'.
+	Limits Limits `json:"limits,omitempty"`
 	// OTLPEndpoint, if set, exports traces there (OTLP over gRPC).
 	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
 }
@@ -128,6 +135,9 @@ func (c Config) check() error {
 	if err := checkIdentities(c.Identities); err != nil {
 		return err
 	}
+	if err := c.Limits.check(); err != nil {
+		return err
+	}
 	return checkAdapters(c.Adapters)
 }
 
@@ -151,6 +161,11 @@ func checkIdentities(ids []Identity) error {
 		}
 		if id.Has(RoleWorker) && id.Has(RoleApprover) {
 			return fmt.Errorf("identities: %q is a worker and an approver: it could approve the effects it proposes; give the approver a certificate of its own", id.ID)
+		}
+		if id.Limits != nil {
+			if err := id.Limits.check(); err != nil {
+				return fmt.Errorf("identities: %q: %w", id.ID, err)
+			}
 		}
 		if len(id.Tenants) == 0 {
 			return fmt.Errorf("identities: %q has no tenant (%q for all)", id.ID, AllTenants)

@@ -52,6 +52,7 @@ type Server struct {
 	lg         *zap.Logger
 	opts       options
 	health     *health
+	dispatch   *dispatchLease // this replica's lease: its dispatch claims' and its watch streams' units
 
 	idleTimeout time.Duration // Serve's, when not IdleTimeout (tests)
 
@@ -71,6 +72,7 @@ type options struct {
 	callTimeout     time.Duration
 	dispatchTTL     time.Duration
 	policy          *Policy
+	limits          Limits
 }
 
 // Option configures New.
@@ -231,6 +233,7 @@ func New(c *coordinator.Coordinator, opts ...Option) (*Server, error) {
 		s.adapters[a.Kind()] = adapters[len(adapters)-1]
 	}
 	dl := &dispatchLease{cli: c.Client(), ttl: o.dispatchTTL, lg: s.lg}
+	s.dispatch = dl
 	ledOpts := []ledger.Option{ledger.WithAdapters(adapters...), ledger.WithLogger(s.lg), ledger.WithDispatchLease(dl.get)}
 	if o.policy != nil {
 		p := o.policy

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.uber.org/zap"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
 	"github.com/leasegate/leasegate/coordinator"
@@ -45,12 +46,31 @@ func (w workers) OpenSession(ctx context.Context, req *leasegatev1.OpenSessionRe
 	if err := coordinator.CheckTTL(ttl); err != nil {
 		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil))
 	}
-	owner := callerOf(ctx).ID
-	sess, err := w.s.c.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive(), coordinator.WithMargin(marginOf(ttl)))
+	id := callerOf(ctx)
+	owner := id.ID
+	// The session's unit of the identity's session limit is on its own
+	// lease: closing or expiring the session frees it. The lease is granted
+	// only once the count found room, so a refusal grants none.
+	var sess *coordinator.Session
+	_, err := w.s.take(ctx, op, id, limitSessions, func() (int64, string, error) {
+		var err error
+		if sess, err = w.s.c.NewSession(ctx, owner, ttl, coordinator.WithoutKeepAlive(), coordinator.WithMargin(marginOf(ttl))); err != nil {
+			return 0, "", err
+		}
+		sess.Detach() // its renewals are the worker's, through any replica
+		return sess.Lease(), store.Of(w.s.c).Keys().Limit(limitSessions, owner, coordinator.FormatLeaseID(sess.Lease())), nil
+	}, 0, "")
 	if err != nil {
+		if sess != nil { // granted, but the limit was reached meanwhile, or its unit's write failed: no session
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.s.opts.callTimeout)
+			defer cancel()
+			if rerr := w.s.c.RevokeLease(rctx, sess.Lease()); rerr != nil && coordinator.DispositionOf(rerr) != coordinator.ExpiredOwner {
+				w.s.lg.Warn("session lease not revoked after a refused open; it expires at its TTL",
+					zap.String("lease-id", coordinator.FormatLeaseID(sess.Lease())), zap.Error(rerr))
+			}
+		}
 		return nil, ConnectError(err)
 	}
-	sess.Detach() // its renewals are the worker's, through any replica
 	deadline := sess.Deadline()
 	c := sessionClaims{Owner: owner, Lease: sess.Lease(), TTL: int64(ttl / time.Second)}
 	r := w.s.renewal(c, ttl, deadline.Add(marginOf(ttl)-ttl))
@@ -122,12 +142,26 @@ func (w workers) Claim(ctx context.Context, req *leasegatev1.ClaimRequest) (*lea
 	if err := tenantAllowed(ctx, op, req.GetTenant(), req.GetTask()); err != nil {
 		return nil, ConnectError(err)
 	}
+	if err := coordinator.CheckLabel("task", req.GetTask()); err != nil {
+		return nil, ConnectError(coordinator.Invalid(op, "%v", err))
+	}
 	sess, err := w.s.c.Attach(c.Owner, c.Lease, c.ttl(), c.deadline())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	// The grant's unit of the identity's grant limit is on the session's
+	// lease, one per task: a retried claim finds it held; a release, or
+	// the session's end, frees it.
+	unit := store.Of(w.s.c).Keys().Limit(limitGrants, c.Owner, grantUnit(req.GetTenant(), req.GetTask()))
+	took, err := w.s.take(ctx, op, callerOf(ctx), limitGrants, nil, c.Lease, unit)
 	if err != nil {
 		return nil, ConnectError(err)
 	}
 	g, err := sess.Claim(ctx, req.GetTenant(), req.GetTask())
 	if err != nil {
+		if took && coordinator.DispositionOf(err) != coordinator.OutcomeUnknown { // not claimed: the unit it took holds nothing
+			w.s.free(ctx, op, unit, c.Lease)
+		}
 		return nil, ConnectError(err)
 	}
 	return &leasegatev1.ClaimResponse{Grant: wire.GrantToProto(g)}, nil
@@ -145,8 +179,16 @@ func grantOf(ctx context.Context, op string, p *leasegatev1.Grant) (coordinator.
 
 func (w workers) Release(ctx context.Context, req *leasegatev1.ReleaseRequest) (*leasegatev1.ReleaseResponse, error) {
 	g, err := grantOf(ctx, "release", req.GetGrant())
-	if err == nil {
-		err = w.s.c.Release(ctx, g)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	err = w.s.c.Release(ctx, g)
+	switch coordinator.DispositionOf(err) {
+	case coordinator.OK, coordinator.ExpiredOwner:
+		// The task has no owner on the grant's lease: its unit of the grant
+		// limit is free. (stale_owner: a newer grant, perhaps on the same
+		// session, may hold the task and its unit.)
+		w.s.free(ctx, "release", store.Of(w.s.c).Keys().Limit(limitGrants, g.Owner, grantUnit(g.Tenant, g.Task)), g.Lease)
 	}
 	if err != nil {
 		return nil, ConnectError(err)
@@ -205,6 +247,17 @@ func (w workers) WatchOwnership(ctx context.Context, req *leasegatev1.WatchOwner
 			return ConnectError(store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil))
 		}
 	}
+	// The stream's unit of the identity's watch limit is on this replica's
+	// lease: the stream's end frees it, and so does the replica's death.
+	lease, err := w.s.dispatch.get(ctx)
+	if err != nil {
+		return ConnectError(store.NewError(coordinator.AuthorityUnavailable, op, req.GetTenant(), "", "this replica's lease could not be granted", err))
+	}
+	unit := store.Of(w.s.c).Keys().Limit(limitWatches, callerOf(ctx).ID, watchUnit(lease))
+	if _, err := w.s.take(ctx, op, callerOf(ctx), limitWatches, nil, lease, unit); err != nil {
+		return ConnectError(err)
+	}
+	defer w.s.free(ctx, op, unit, lease)
 	events, err := w.s.c.Watch(ctx, req.GetTenant())
 	if err != nil {
 		return ConnectError(err)

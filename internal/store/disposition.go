@@ -63,6 +63,13 @@ const (
 	// it refuses every write until an operator compacts, defragments and
 	// disarms the alarm. Nothing was written: a hold.
 	NoSpace Disposition = "no_space"
+	// LimitExceeded: the gateway refused a call that would take its caller
+	// past one of its identity's limits (open sessions, grants, watch
+	// streams); the error names the limit. Nothing was written. Not a hold:
+	// the same call succeeds once the identity holds fewer (a session
+	// closed or expired, a grant released, a stream ended), or with a
+	// larger limit.
+	LimitExceeded Disposition = "limit_exceeded"
 )
 
 // Class groups dispositions by what the caller should do.
@@ -112,6 +119,7 @@ var (
 	ErrNoKeyspace           = errors.New("coordinator: no keyspace")
 	ErrCorruptRecord        = errors.New("coordinator: corrupt record")
 	ErrNoSpace              = errors.New("coordinator: no space")
+	ErrLimitExceeded        = errors.New("coordinator: limit exceeded")
 )
 
 // Meaning is one row of the disposition table: everything leasegate says
@@ -155,6 +163,8 @@ var table = []Meaning{
 		"the state moved on; read the current version and decide again"},
 	{IllegalTransition, ClassRefused, ExitRefused, codes.FailedPrecondition, 400, ErrIllegalTransition,
 		"the ledger's transition table forbids this state change; read the record (ops show) and act on its current state"},
+	{LimitExceeded, ClassRefused, ExitRefused, codes.ResourceExhausted, 429, ErrLimitExceeded,
+		"the caller's identity holds as many of what it asked for as the gateway's limits allow (the detail names the limit); close sessions, release grants or end watch streams it no longer uses, or raise the limit (limits in the gateway's configuration); nothing was written"},
 
 	{InvalidInput, ClassInvalid, ExitInvalid, codes.InvalidArgument, 400, ErrInvalidInput,
 		"fix the input; nothing was sent"},

@@ -20,6 +20,9 @@ import (
 //	                                         CreateRevision per task)
 //	<p>/retention/clock                      rewritten by each retention run to learn a revision
 //	<p>/retention/marks/<revision>           a retention clock mark: the time at that revision
+//	<p>/limits/<what>/<identity>/<unit>      one unit a gateway caller holds against a limit of
+//	                                         its identity (what: sessions, grants, watches), on
+//	                                         the lease that ends the unit
 //
 // Labels may contain '/' and '%'; in keys they are percent-escaped, so the
 // encoding is injective: tenant "a/b" task "c" and tenant "a" task "b/c" are
@@ -129,6 +132,23 @@ func (k Keys) RetentionClock() string { return k.prefix + "/retention/clock" }
 
 // RetentionMarks is the prefix of every retention clock mark.
 func (k Keys) RetentionMarks() string { return k.prefix + "/retention/marks/" }
+
+// Limit is the key of one unit identity holds against the gateway's limit
+// of what ("sessions", "grants", "watches"): one segment, whatever unit is.
+// The gateway puts it on the lease that ends the unit, so etcd frees the
+// unit when that lease ends.
+func (k Keys) Limit(what, identity, unit string) string {
+	return k.LimitPrefix(what, identity) + escape(unit)
+}
+
+// LimitPrefix is the prefix of every unit identity holds against the
+// gateway's limit of what.
+func (k Keys) LimitPrefix(what, identity string) string {
+	return k.LimitsRoot() + escape(what) + "/" + escape(identity) + "/"
+}
+
+// LimitsRoot is the prefix of every unit held against a gateway's limits.
+func (k Keys) LimitsRoot() string { return k.prefix + "/limits/" }
 
 // ParseOp splits an operation record's key back into tenant, task and
 // operation.
