@@ -180,8 +180,8 @@ func (s *Server) take(ctx context.Context, op string, id Identity, what string, 
 // limitExceeded is the refusal of a unit past id's limit of what.
 func (s *Server) limitExceeded(op string, id Identity, what string, limit int, n int64) error {
 	s.lg.Info("limit reached", zap.String("identity", id.ID), zap.String("limit", what), zap.Int("of", limit), zap.String("op", op))
-	return refuseCaller(&coordinator.Error{Disposition: coordinator.LimitExceeded, Op: op,
-		Detail: fmt.Sprintf("identity %q holds %d %s, its limit (limits.%s %d): %s", id.ID, n, what, what, limit, limitAdvice[what])})
+	return refuseCaller(store.NewError(store.LimitExceeded, op, "", "",
+		fmt.Sprintf("identity %q holds %d %s, its limit (limits.%s %d): %s", id.ID, n, what, what, limit, limitAdvice[what]), nil))
 }
 
 // limitAdvice says how a caller frees a unit of each limit.

@@ -143,7 +143,7 @@ func (w workers) Claim(ctx context.Context, req *leasegatev1.ClaimRequest) (*lea
 		return nil, ConnectError(err)
 	}
 	if err := coordinator.CheckLabel("task", req.GetTask()); err != nil {
-		return nil, ConnectError(coordinator.Invalid(op, "%v", err))
+		return nil, ConnectError(store.NewError(store.InvalidInput, op, "", "", err.Error(), nil))
 	}
 	sess, err := w.s.c.Attach(c.Owner, c.Lease, c.ttl(), c.deadline())
 	if err != nil {
