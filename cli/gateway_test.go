@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/leasegate/leasegate/api/leasegate/v1/leasegatev1connect"
 	"github.com/leasegate/leasegate/cli"
 	"github.com/leasegate/leasegate/coordinator"
@@ -123,6 +125,9 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 	if r := <-watched; r.code != 0 || r.stderr != "" {
 		t.Fatalf("interrupted watch: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// The gateway frees the stream's unit of w1's watch limit as its
+	// handler returns, after the client saw the stream end: wait for it.
+	waitNoKeys(t, e.client(), e.prefix+"/limits/watches/")
 
 	e.writesNothing(t, "a refused command", func() {
 		for _, args := range [][]string{
@@ -543,4 +548,31 @@ func TestWorkerAnswersThroughTheGatewayMatchEndpoints(t *testing.T) {
 		return []string{"commit", "--grant", g, "--operation", "op-2", "--value", "late", "--expected-version", "1"}
 	}
 	both(coordinator.ExpiredOwner, 1, late(ga), late(gb))
+}
+
+// waitNoKeys waits, on a watch, until no key is left under prefix.
+func waitNoKeys(t *testing.T, cli *clientv3.Client, prefix string) {
+	t.Helper()
+	ctx := lgtest.Ctx(t)
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := resp.Count
+	if left == 0 {
+		return
+	}
+	for wr := range cli.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+		for _, ev := range wr.Events {
+			if ev.Type == clientv3.EventTypeDelete {
+				left--
+			} else if ev.IsCreate() {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+	}
+	t.Fatalf("keys still under %s: %v", prefix, ctx.Err())
 }
