@@ -324,6 +324,12 @@ type deleteWatch struct {
 	done    chan struct{}
 }
 
+// newDeleteWatch watches deletions under prefix from now on. A watch etcd
+// cancels (on a cluster with auth, a member that does not know the
+// client's token cancels it with "invalid auth token" after the client
+// moved to it) is resumed from the revision after the last one delivered,
+// so no deletion is lost; one delivered by the resumed watch is timed at
+// its delivery, late by the gap.
 func newDeleteWatch(ctx context.Context, cli *clientv3.Client, prefix string) (*deleteWatch, error) {
 	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
@@ -331,23 +337,42 @@ func newDeleteWatch(ctx context.Context, cli *clientv3.Client, prefix string) (*
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &deleteWatch{cancel: cancel, deleted: map[string]time.Time{}, changed: make(chan struct{}, 1), done: make(chan struct{})}
-	wch := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+	next := resp.Header.Revision + 1
 	go func() {
 		defer close(w.done)
-		for resp := range wch {
-			at := time.Now()
-			w.mu.Lock()
-			for _, ev := range resp.Events {
-				w.deleted[string(ev.Kv.Key)] = at
-			}
-			w.mu.Unlock()
+		for wctx.Err() == nil {
+			next = w.watchFrom(wctx, cli, prefix, next)
 			select {
-			case w.changed <- struct{}{}:
-			default:
+			case <-wctx.Done():
+			case <-time.After(50 * time.Millisecond): // a cancelled watch is not retried in a spin
 			}
 		}
 	}()
 	return w, nil
+}
+
+// watchFrom records deletions under prefix from revision rev until etcd
+// cuts the watch or ctx ends, and returns the revision to resume from.
+func (w *deleteWatch) watchFrom(ctx context.Context, cli *clientv3.Client, prefix string, rev int64) int64 {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for resp := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+		if resp.Err() != nil {
+			return rev
+		}
+		at := time.Now()
+		w.mu.Lock()
+		for _, ev := range resp.Events {
+			w.deleted[string(ev.Kv.Key)] = at
+			rev = max(rev, ev.Kv.ModRevision+1)
+		}
+		w.mu.Unlock()
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+	}
+	return rev
 }
 
 // wait returns the deletions once n keys are gone, or an error after

@@ -138,7 +138,7 @@ func TestBenchSessionRenewsOnConnectionsOfItsOwn(t *testing.T) {
 	direct := cl.Client(t) // not through cp
 	ctx := lgtest.Ctx(t)
 	b := startApp(t, "--endpoints", strings.Join(cp.Endpoints(), ","), "--user", embedtest.RootUser, "--password", "root-pw", "-o", "json",
-		"bench", "scale", "--sizes", "1", "--workers", "1", "--commits", "3", "--ttl", "3s", "--per-lock", "-1")
+		"bench", "scale", "--sizes", "1", "--workers", "1", "--commits", "3", "--ttl", "6s", "--per-lock", "-1")
 	b.stderr.waitFor(t, "1 grants: claimed")
 	leases, err := direct.Leases(ctx)
 	if err != nil || len(leases.Leases) != 1 {
