@@ -6,3 +6,13 @@ func (s *Store) ClearGuards() {
 	s.guards = nil
 	s.mu.Unlock()
 }
+
+// MaxGuards is the guard cache's bound.
+const MaxGuards = maxGuards
+
+// GuardsHeld is the number of grants s's guard cache holds.
+func (s *Store) GuardsHeld() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.guards)
+}

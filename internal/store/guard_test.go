@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/store"
@@ -40,5 +42,56 @@ func TestGuardCache(t *testing.T) {
 	store.Of(c).ClearGuards() // what the bound does: entries are rebuilt
 	if cmps, _ := store.Of(c).Guarded(a, 0); !reflect.DeepEqual(cmps, c.Guard(a)) {
 		t.Fatal("the guard rebuilt after clearing differs from Guard's")
+	}
+}
+
+// TestGuardCacheIsBounded: however many grants a store guards, its cache
+// never holds more than its bound, and it still answers every grant with
+// that grant's own guard.
+func TestGuardCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	s := store.New(nil, store.NewKeys("/lg"), store.Limits{}, zap.NewNop(), nil)
+	g := store.Grant{Realm: "r", Tenant: "t", Task: "a", Owner: "w", Lease: 1}
+	for epoch := int64(1); epoch <= 2*store.MaxGuards+1; epoch++ {
+		g.Epoch = epoch
+		if cmps, _ := s.Guarded(g, 0); !reflect.DeepEqual(cmps, s.Guard(g)) {
+			t.Fatalf("the cached guard of epoch %d differs from Guard's", epoch)
+		}
+		if n := s.GuardsHeld(); n > store.MaxGuards {
+			t.Fatalf("the guard cache holds %d grants after %d, over its bound %d", n, epoch, store.MaxGuards)
+		}
+	}
+}
+
+// TestCheckGuardNamesAnImpostorOfAReleasedEpochStale: once a grant is
+// released its owner key is gone, but the fence record still says whose
+// epoch it was. The grant itself is expired_owner; a grant of that epoch
+// naming another lease or another owner never held the task, and is
+// stale_owner.
+func TestCheckGuardNamesAnImpostorOfAReleasedEpochStale(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker-1", 10*time.Second)
+	other := lgtest.Session(t, c, "worker-2", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "a")
+	lgtest.Want(t, c.Current(ctx, g), coordinator.OK)
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	otherLease, otherOwner := g, g
+	otherLease.Lease = other.Lease()
+	otherOwner.Owner = other.Owner()
+	for _, tc := range []struct {
+		name string
+		g    coordinator.Grant
+		want coordinator.Disposition
+	}{
+		{"the released grant", g, coordinator.ExpiredOwner},
+		{"its epoch on another lease", otherLease, coordinator.StaleOwner},
+		{"its epoch under another owner", otherOwner, coordinator.StaleOwner},
+	} {
+		t.Run(tc.name, func(t *testing.T) { lgtest.Want(t, c.Current(ctx, tc.g), tc.want) })
 	}
 }

@@ -88,6 +88,21 @@ var indepMutations = []Mutation{
 		killedBy("./coordinator", "TestAcquireReturnsWhenItsSessionEnds"),
 	ind("acquire/reclaim-in-window-missed", claimGo, "Acquire's re-read after its watch starts only counts a deletion: a key deleted and claimed again in the window keeps it waiting",
 		`case len(got.Kvs) == 0 || got.Kvs[0].ModRevision != held:`, `case len(got.Kvs) == 0:`),
+	// An owner key written at the realm's own revision would need one Txn
+	// writing the realm and an owner key: New and RotateRealm write the
+	// realm (and its origin) alone, a claim writes an owner key and a fence
+	// alone. So ModRevision(owner) == Rrev never holds and < is <=.
+	ind("claim/owner-cmp-inclusive", claimGo, "the claim takes an owner key written at the realm's revision as one of an older realm",
+		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.ModRevision(owner), "<=", realmRev),`).
+		equivalent("no Txn of leasegate writes the realm key and an owner key together, so no owner key is ever at the realm's revision"),
+	// A watch created at a header revision equal to busyRev covers every
+	// revision after busyRev (waitDeleted's proof, case H <= busyRev); the
+	// mutant reads the key again there, which finds it still at held (keep
+	// waiting) or gone or rewritten (claim again): what the watch would
+	// have said, one Get sooner.
+	ind("acquire/created-at-busy-rereads", claimGo, "Acquire reads the key again when its watch was created at the busy claim's own revision",
+		`if !resp.Created || resp.Header.Revision <= busyRev {`, `if !resp.Created || resp.Header.Revision < busyRev {`).
+		equivalent("at H == busyRev the watch already covers every revision after busyRev; the extra Get answers as the watch would"),
 	ind("claim/stale-key-by-create-revision", claimGo, "the claim compares the owner key's create revision with the realm's: a key of the old realm overwritten by a claim stays claimable (two holders)",
 		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.CreateRevision(owner), "<", realmRev),`),
 
@@ -112,7 +127,8 @@ var indepMutations = []Mutation{
 	ind("checkguard/realm-mismatch-stale", storeGuardGo, "a grant of another realm is classified stale_owner, not authority_generation_mismatch",
 		`return refuse(GenerationMismatch, "grant realm %s, authority realm %s"`, `return refuse(StaleOwner, "grant realm %s, authority realm %s"`),
 	ind("checkguard/fence-owner-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's owner with the grant's",
-		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`),
+		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Lease != g.Lease {`).
+		killedBy("./internal/store", "TestCheckGuardNamesAnImpostorOfAReleasedEpochStale"),
 	ind("current/not-validated", fenceGo, "Current sends a grant that is not a grant at all instead of refusing it as invalid_input",
 		"if err := g.Validate(); err != nil {\n\t\treturn store.NewError(InvalidInput, op,", "if err := g.Validate(); err != nil && false {\n\t\treturn store.NewError(InvalidInput, op,"),
 	ind("current/not-read-only", fenceGo, "the currency check is sent as a write: a lost answer reads as outcome_unknown",
@@ -120,7 +136,27 @@ var indepMutations = []Mutation{
 	ind("checkguard/fence-older-unnamed", storeGuardGo, "a fence older than the grant (a restore before it, another cluster) is not told apart: it reads as the owner key's mismatch",
 		"\tcase fence.ModRevision < g.Epoch:\n\t\treturn refuse(StaleOwner, \"the fence is at epoch %d, older than the grant's epoch %d: the authority never published this grant \"+\n\t\t\t\"(it was forged, or the keyspace was restored from a snapshot taken before it was granted, or is another cluster's)\", fence.ModRevision, g.Epoch)\n", ""),
 	ind("checkguard/fence-lease-unchecked", storeGuardGo, "CheckGuard does not compare the fence record's lease with the grant's: an impostor of a released grant's epoch reads as expired",
-		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Owner != g.Owner {`),
+		`err != nil || fr.Owner != g.Owner || fr.Lease != g.Lease {`, `err != nil || fr.Owner != g.Owner {`).
+		killedBy("./internal/store", "TestCheckGuardNamesAnImpostorOfAReleasedEpochStale"),
+	ind("checkguard/fence-newer-inclusive", storeGuardGo, "a fence at the grant's own epoch reads as a newer grant: a released or expired grant is stale_owner, not expired_owner",
+		`case fence.ModRevision > g.Epoch:`, `case fence.ModRevision >= g.Epoch:`).
+		killedBy("./internal/store", "TestCheckGuardNamesAnImpostorOfAReleasedEpochStale"),
+	ind("checkguard/fence-older-inclusive", storeGuardGo, "a fence at the grant's own epoch reads as one older than the grant",
+		`case fence.ModRevision < g.Epoch:`, `case fence.ModRevision <= g.Epoch:`).
+		killedBy("./internal/store", "TestCheckGuardNamesAnImpostorOfAReleasedEpochStale"),
+	// The owner key's lease cannot differ from the grant's once the fence
+	// record's has been found equal: the claim Txn writes the owner key and
+	// the fence record together, at one revision, with one lease; an owner
+	// key at g.Epoch is that Txn's, so its lease is the fence record's, which
+	// CheckGuard has just compared with g.Lease. Only a keyspace written
+	// outside leasegate (owner and fence put in one Txn with two leases)
+	// tells them apart.
+	ind("checkguard/owner-lease-unchecked", storeGuardGo, "CheckGuard does not compare the owner key's lease with the grant's",
+		`|| string(owner.Value) != g.Owner || owner.Lease != g.Lease {`, `|| string(owner.Value) != g.Owner {`).
+		equivalent("the owner key at g.Epoch and the fence record were written by one claim Txn with one lease, and the fence record's lease was just compared with g.Lease"),
+	ind("current/succeeded-inverted", fenceGo, "Current reads a guard that held as a refusal and one that failed as current",
+		"\tif resp.Succeeded {\n\t\treturn nil\n\t}\n\treturn c.s.DescribeHolder", "\tif !resp.Succeeded {\n\t\treturn nil\n\t}\n\treturn c.s.DescribeHolder").
+		killedBy("./coordinator", "TestCurrentAnswersEachRefusal"),
 
 	// ---- internal/store/grant.go
 	ind("grant/epoch-zero-valid", grantGo, "a grant of epoch 0 passes Validate",
@@ -161,10 +197,11 @@ var indepMutations = []Mutation{
 	ind("attach/fresh-deadline", attachGo, "Attach grants a fresh TTL from now instead of the renewal's deadline",
 		"\t\tdeadline: deadline,", "\t\tdeadline: time.Now().Add(ttl),"),
 	// (mutA's round, from the source only: the first two survived every
-	// package's tests; attach_zero_lease_is_invalid_test.go and
-	// detach_leaves_metrics_test.go kill them)
+	// package's tests; the tests killedBy names, or coordinator's attach
+	// tests, kill them)
 	ind("attach/zero-lease", attachGo, "Attach accepts lease 0 (etcd's NoLease): the worker's owner keys would be put with no lease and never expire",
-		"if lease <= 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"", "if lease < 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\""),
+		"if lease <= 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"", "if lease < 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"").
+		killedBy("./coordinator", "TestAttachZeroLeaseIsInvalid"),
 	ind("attach/detach-stays-counted", attachGo, "Detach leaves the session in leasegate_sessions and the renewal age, for a lease this process no longer watches",
 		"\ts.c.metrics.sessionEnded(s, \"\")\n", ""),
 	// (a later round: judged equivalent, see its reason)
@@ -270,9 +307,11 @@ var indepMutations = []Mutation{
 
 	// ---- internal/store/keys.go
 	ind("keys/percent-unescaped", keysGo, "a label with '%' but no '/' is not escaped",
-		`if !strings.ContainsAny(label, "%/") {`, `if !strings.ContainsAny(label, "/") {`),
+		`if !strings.ContainsAny(label, "%/") {`, `if !strings.ContainsAny(label, "/") {`).
+		killedBy("./internal/store", "TestKeysParseBackToTheirLabels"),
 	ind("keys/unescape-step", keysGo, "unescape steps one byte past an escape instead of three",
-		`i += 2`, `i++`),
+		`i += 2`, `i++`).
+		killedBy("./internal/store", "TestKeysParseBackToTheirLabels"),
 	ind("keys/label-80-refused", keysGo, "a label of exactly 80 bytes is refused",
 		`if len(s) > MaxLabelLen {`, `if len(s) >= MaxLabelLen {`),
 	ind("keys/label-space", keysGo, "a label may contain a space",
@@ -281,12 +320,17 @@ var indepMutations = []Mutation{
 		`return fmt.Sprintf("%s%020d", k.JournalOperationPrefix(tenant, task, operation), seq)`, `return fmt.Sprintf("%s%d", k.JournalOperationPrefix(tenant, task, operation), seq)`).
 		killedBy("./ledger", "TestJournalStaysInOrderPastNineTransitions"),
 	ind("keys/tenant-prefix-open", keysGo, "a tenant's prefix lacks its trailing '/': tenant a covers tenant ab",
-		"return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant) + \"/\"\n", "return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant)\n"),
+		"return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant) + \"/\"\n", "return k.prefix + \"/\" + string(kind) + \"/\" + escape(tenant)\n").
+		killedBy("./internal/store", "TestPrefixesDoNotReachASibling"),
 	ind("keys/effect-prefix-open", keysGo, "a task's effect prefix lacks its trailing '/': task t covers task t2",
 		"return k.task(KindEffects, tenant, task) + \"/\"\n", "return k.task(KindEffects, tenant, task)\n").
 		killedBy("./ledger", "TestTaskRecordsDoNotReachASiblingTask"),
 	ind("keys/journal-op-prefix-open", keysGo, "an operation's journal prefix lacks its trailing '/': operation a covers a1",
-		`return k.JournalPrefix(tenant, task) + escape(operation) + "/"`, `return k.JournalPrefix(tenant, task) + escape(operation)`),
+		`return k.JournalPrefix(tenant, task) + escape(operation) + "/"`, `return k.JournalPrefix(tenant, task) + escape(operation)`).
+		killedBy("./internal/store", "TestPrefixesDoNotReachASibling"),
+	ind("keys/journal-prefix-open", keysGo, "a task's journal prefix lacks its trailing '/': task t covers task t2",
+		`return k.task(KindJournal, tenant, task) + "/"`, `return k.task(KindJournal, tenant, task)`).
+		killedBy("./internal/store", "TestPrefixesDoNotReachASibling"),
 	ind("keys/prefix-trailing-slash", keysGo, "a prefix ending in '/' is accepted",
 		`if strings.HasSuffix(p, "/") {`, `if false {`),
 
@@ -376,11 +420,16 @@ var indepMutations = []Mutation{
 	ind("watch/rotation-ignored", watchGo, "a realm rotation does not vacate the owners it cut off",
 		`if o := w.known[k]; o.Epoch < ev.Kv.ModRevision {`, `if o := w.known[k]; false {`),
 
-	// ---- coordinator/leaseid.go
+	// ---- internal/store/leaseid.go
 	ind("leaseid/16-digits-decimal", leaseIDGo, "a 16-digit lease ID without a-f is read as decimal, not hex",
-		`case len(t) == 16 || strings.ContainsAny(t, "abcdefABCDEF"):`, `case strings.ContainsAny(t, "abcdefABCDEF"):`),
+		`case len(t) == 16 || strings.ContainsAny(t, "abcdefABCDEF"):`, `case strings.ContainsAny(t, "abcdefABCDEF"):`).
+		killedBy("./internal/store", "TestParseLeaseID"),
 	ind("leaseid/zero-accepted", leaseIDGo, "lease ID 0 parses",
-		`if u == 0 || u > 1<<63-1 {`, `if u > 1<<63-1 {`),
+		`if u == 0 || u > 1<<63-1 {`, `if u > 1<<63-1 {`).
+		killedBy("./internal/store", "TestParseLeaseID"),
+	ind("leaseid/0x-ignored", leaseIDGo, "a lease ID written 0x… (lowercase) is not read as hex",
+		`case strings.HasPrefix(t, "0x") || strings.HasPrefix(t, "0X"):`, `case strings.HasPrefix(t, "0X"):`).
+		killedBy("./internal/store", "TestParseLeaseID"),
 	ind("leaseid/json-negative", leaseIDGo, "a hex lease ID over 2^63-1 in JSON reads as a negative lease",
 		`if err != nil || u > 1<<63-1 {`, `if err != nil {`),
 
@@ -424,6 +473,12 @@ var indepMutations = []Mutation{
 	// no mutation can key it across coordinators), fencedtxn/encode.go, state.go
 	ind("guardcache/any-entry", guardCacheGo, "the guard cache hands out any entry: a later grant of the task gets an earlier grant's compares",
 		`e, ok := s.guards[g]`, "e, ok := guarded{}, false\n\tfor _, first := range s.guards {\n\t\te, ok = first, true\n\t\tbreak\n\t}"),
+	ind("guardcache/unbounded", guardCacheGo, "the guard cache is never cleared: its memory grows with every grant a long-lived process guards",
+		`if s.guards == nil || len(s.guards) >= maxGuards {`, `if s.guards == nil {`).
+		killedBy("./internal/store", "TestGuardCacheIsBounded"),
+	ind("guardcache/bound-off-by-one", guardCacheGo, "the guard cache holds one grant over its bound",
+		`if s.guards == nil || len(s.guards) >= maxGuards {`, `if s.guards == nil || len(s.guards) > maxGuards {`).
+		killedBy("./internal/store", "TestGuardCacheIsBounded"),
 	ind("guardcache/shared-slice", guardCacheGo, "the cached compares are handed out as the shared slice: appends of concurrent commits overwrite each other",
 		`cmps := append(make([]clientv3.Cmp, 0, len(e.cmps)+extra), e.cmps...)`, `cmps := e.cmps`).
 		killedBy("./fencedtxn", "TestConcurrentCommitsKeepTheirOwnCompares"),
