@@ -2,16 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -25,6 +28,17 @@ import (
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/internal/store"
 )
+
+// init gives the drill leasegate's command line: a real-provider drill runs
+// `leasegate serve --config` as a process of its own binary (drill.HostServe;
+// a process started so runs it and exits here).
+func init() {
+	drill.HostServe(func(args []string) int {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		return ExitCode(New().RunContext(ctx, args))
+	})
+}
 
 // defaultDrillSeed makes `leasegate drill` reproducible unless --seed says
 // otherwise.
@@ -58,14 +72,17 @@ gateway over loopback TLS (a gateway server per trial behind one listener,
 holding the trial's providers, with throwaway certificates as serve --dev
 makes them): a worker that stops leaves its claimed call to the gateway,
 which completes it; --via-gateway=false puts the ledger back in the worker's
-process (faster, about half the fenced trials' CPU); --providers real keeps
-its ledger in-process.
+process (faster, about half the fenced trials' CPU).
 
 With --providers real the failover's providers are real servers started on
 loopback ports for the run — a PostgreSQL 15 primary and streaming standby
 as the database topology, BIND 9 named as the checkout record's authority —
 and trials run one at a time in real time, 20 per design unless --trials
-says otherwise. Promotion is pg_promote on the standby, reconciled from
+says otherwise. The fenced workers are processes that hold only a
+certificate: they reach etcd and the servers through a leasegate serve
+--config the drill starts for the run, which alone holds the PostgreSQL
+password and the TSIG key; the world's incident commander decides in the
+drill's process, under a certificate of its own. Promotion is pg_promote on the standby, reconciled from
 pg_is_in_recovery and the timeline; traffic is an RFC 2136 update whose
 prerequisite is the approved record, observed by query. The faults are the
 ones that are real there: the promote's connection cut after send, a worker

@@ -24,12 +24,20 @@
 // pairs it trial by trial, incident.go counts the seed's sequence; scenario.go replays the seed's incident; svg.go draws
 // a trajectory.
 //
+// The fenced design is written once (fenced.go) and runs on a port of the
+// world it is in: fenced_sim.go in simulated time, fenced_real.go in a
+// worker process on real providers.
+//
 // WithRealProviders runs the trials on real servers instead (real.go,
-// realtrial.go, realfenced.go, realnaive.go): a PostgreSQL primary and
-// streaming standby as the topology and BIND as the traffic record
-// (testsupport/realprov), reached through the reference adapters
-// (adapters/pgpromote, adapters/dnsupdate), one trial at a time in real
-// time, the trajectory read from the servers' own records. The Guarantees
+// realtrial.go, realserve.go, realcommander.go, fenced_real.go,
+// realnaive.go): a PostgreSQL primary and streaming standby as the
+// topology and BIND as the traffic record (testsupport/realprov), one
+// trial at a time in real time, the trajectory read from the servers' own
+// records. The fenced workers are processes holding a certificate only:
+// they reach the servers through `leasegate serve --config` with the
+// reference adapters (adapters/pgpromote, adapters/dnsupdate), which alone
+// holds their credentials; the world's commander decides in the drill's
+// process, under its own certificate. The Guarantees
 // below about determinism and virtual time are the simulated drill's; a
 // real trial is a draw of the seed's faults, not a replayable function of
 // it.

@@ -243,6 +243,9 @@ type runner struct {
 	coord *coordinator.Coordinator
 	// hop serves the fenced trials' gateways (nil: in-process).
 	hop *hop
+	// serve is the real-provider run's `leasegate serve --config`
+	// (realserve.go; nil: none).
+	serve *realServe
 	// proc serves a user's worker's trials (WithWorker; nil: none).
 	proc *procRun
 	// worker is how the real-provider workers dial etcd (client.go; nil:
@@ -310,8 +313,18 @@ func Run(ctx context.Context, client *clientv3.Client, opts ...Option) (*Report,
 		if r.worker, err = newWorkerClient(&cfg, dir); err != nil {
 			return nil, err
 		}
+		if slices.Contains(cfg.Designs, Fenced) {
+			if r.serve, err = r.startRealServe(ctx); err != nil {
+				return nil, err
+			}
+			defer func() {
+				if cerr := r.serve.close(); cerr != nil {
+					lg.Warn("leasegate serve", zap.Error(cerr))
+				}
+			}()
+		}
 	}
-	if cfg.ViaGateway && cfg.real == nil && slices.ContainsFunc(cfg.Designs, Design.ledgered) { // the real providers' world calls its ledger in-process
+	if cfg.ViaGateway && cfg.real == nil && slices.ContainsFunc(cfg.Designs, Design.ledgered) { // the real providers' world has its own gateway
 		h, err := startHop(lg)
 		if err != nil {
 			return nil, err

@@ -2,21 +2,29 @@ package drill
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/ledger"
 )
 
-// The fenced design: the incident task is claimed in etcd; the promotion
-// is one ledger operation with a stable id, approved by the commander on
-// its exact digests and dispatched only through the ledger's gateway (the
-// fence); a takeover reconciles what the previous owner left against the
-// provider; the traffic change is its own operation, proposed after the
-// topology settled and revalidated again at dispatch.
+// The fenced design: the incident task is claimed; the promotion is one
+// ledger operation with a stable id, approved by the world's commander on
+// its exact digests and dispatched only through the gateway (the fence); a
+// takeover reconciles what the previous owner left against the provider;
+// the traffic change is its own operation, proposed after the topology
+// settled and revalidated again at dispatch.
+//
+// This file is the design's only implementation. It runs on a fencedPort:
+// the world as one worker meets it — its gateway, its clock, and what it
+// may read of the providers. The simulated world's port (fenced_sim.go) is
+// a worker of the trial's simulation, reaching its trial's gateway server
+// over loopback TLS; the real-provider world's (fenced_real.go) is a
+// worker process holding a certificate and nothing else, reaching
+// `leasegate serve --config` and reading the servers only through it
+// (ObservePrecondition). The world's commander decides every proposal
+// (commander.go, realcommander.go): the worker proposes and waits.
 
 // Policy versions the fenced operations are decided under.
 const (
@@ -41,75 +49,35 @@ const (
 	promotionIntents = 2
 )
 
-// runFenced is one fenced worker. A step's error stops it: errStop (the
-// fence refused it, or it holds for the commander) is the design at work;
-// any other error is the drill's own (etcd did not answer) and fails the
-// trial's run.
-func (wk *worker) runFenced() {
-	if err := wk.fenced(); err != nil && !errors.Is(err, errStop) {
-		wk.w.fail(err)
-	}
-}
-
-func (wk *worker) fenced() error {
-	if err := wk.acquire(); err != nil {
-		return err
-	}
-	l, err := wk.newLedger()
-	if err != nil {
-		return err
-	}
-	if wk.build == "v2" { // build v2 orders its steps differently: it reads the world first
-		wk.observe()
-	}
-	if err := wk.reconcile(l); err != nil {
-		return err
-	}
-	if err := wk.promote(l); err != nil {
-		return err
-	}
-	if err := wk.traffic(l); err != nil {
-		return err
-	}
-	wk.release()
-	return nil
-}
+// How long the commander waits for the lag to come back within the bound.
+const (
+	commanderRecheck  = 15 * time.Second
+	commanderPatience = 3 * time.Minute
+)
 
 // errStop is a worker stopping as the design says: refused by the fence,
 // or holding for the incident commander.
 var errStop = errors.New("drill: the worker stops")
 
 // Hold reasons: why a fenced worker stopped for the incident commander
-// with traffic held. Each is a legitimate end of a trial (the liveness
-// grader checks the reason against the trajectory).
+// with traffic held. A hold is the design's word: the graders excuse a
+// trial only by the world's own decisions.
 const (
 	holdManualReview     = "manual_review"     // an operation stays in MANUAL_REVIEW
 	holdOperatorEdit     = "operator_edit"     // the record was changed out of band
 	holdCommanderRefused = "commander_refused" // the commander refused the promotion
 )
 
-// hold stops the worker for the incident commander: traffic stays where it
-// is. It records why and returns errStop; the worker then releases
-// nothing and does nothing more (unless the commander resumes it).
-func (wk *worker) hold(reason, format string, args ...any) error {
-	wk.w.held = true
-	why := fmt.Sprintf(format, args...)
-	wk.record(Event{Kind: KindHold, Effect: reason, Value: wk.w.dns.value, Detail: why})
-	return fmt.Errorf("%w: holds for the commander (%s): %s", errStop, reason, why)
-}
-
-// gateway is everything a fenced worker asks of the effect ledger and its
-// gateway: the trial's gateway server over loopback TLS (hopLedger,
-// gateway_worker.go), or the ledger in the worker's own process
-// (inProcess). Authorize and Reject are the approver's (a.Approver,
-// approver), Resolve the commander's.
+// gateway is everything a fenced worker asks of the effect gateway, under
+// its worker identity: its trial's gateway server over the network
+// (hopLedger, gateway_worker.go; realGateway, fenced_real.go), or the
+// ledger in the worker's own process (inProcess, the simulated drill's
+// fast mode). Approvals and resolutions are the world's commander's, never
+// a worker's.
 type gateway interface {
 	Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error)
-	Authorize(ctx context.Context, g coordinator.Grant, operation string, a ledger.Approval) (ledger.Record, error)
-	Reject(ctx context.Context, g coordinator.Grant, operation, approver, reason string) (ledger.Record, error)
 	Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error)
 	Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.Record, error)
-	Resolve(ctx context.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, approver, why string) (ledger.Record, error)
 	List(ctx context.Context, tenant, task string, state ledger.State) ([]ledger.Record, error)
 	Record(ctx context.Context, tenant, task, operation string) (ledger.Record, []ledger.Transition, error)
 }
@@ -120,74 +88,122 @@ type inProcess struct{ *ledger.Ledger }
 
 var _ gateway = inProcess{}
 
-func (l inProcess) Reject(ctx context.Context, g coordinator.Grant, operation, approver, reason string) (ledger.Record, error) {
-	return l.Ledger.Reject(ctx, g, operation, approver+": "+reason)
+// fencedPace is how a world's time runs for the design: how long a worker
+// waits between looks (simulated seconds, or real ones).
+type fencedPace struct {
+	// reconcileWait is the wait between reconciliations of a change still
+	// UNKNOWN.
+	reconcileWait time.Duration
+	// A proposal is re-read every decisionFirst until doubleAfter, then at
+	// doubling intervals up to decisionMost, at most decisionPolls times.
+	decisionFirst, decisionMost, doubleAfter time.Duration
+	decisionPolls                            int
+	// A record in MANUAL_REVIEW is re-read every reviewPoll, at most
+	// reviewPolls times: the commander's to resolve.
+	reviewPoll  time.Duration
+	reviewPolls int
+	// settlePoll, settleTries: the wait for no promotion in progress.
+	settlePoll  time.Duration
+	settleTries int
+	// dispatchHolds bounds how often a dispatch the gateway answered with
+	// a hold (the provider could not show its world) is tried again,
+	// dispatchWait apart; 0: a hold ends the worker as the drill's error.
+	dispatchHolds int
+	dispatchWait  time.Duration
 }
 
-// newLedger is the worker's gateway: its trial's over the network, or a
-// ledger of its own.
-func (wk *worker) newLedger() (gateway, error) {
-	if wk.w.gw != nil {
-		return hopLedger{wk}, nil
-	}
-	l, err := ledger.New(wk.w.run.coord,
-		ledger.WithAdapters(topologyAdapter{wk}, dnsAdapter{wk}),
-		ledger.WithClock(func() time.Time { return simTime(wk.w.s.now) }),
-		ledger.WithSleep(func(ctx context.Context, d time.Duration) error { wk.a.sleep(d); return nil }),
-		ledger.WithPolling(2*time.Second, 30*time.Second, 12),
-		ledger.WithLogger(wk.w.run.cfg.Logger))
-	return inProcess{l}, err
+// fencedPort is the world as one fenced worker meets it.
+type fencedPort interface {
+	// ctx bounds the worker; grant is its current grant; tenantTask the
+	// incident task.
+	ctx() context.Context
+	grantNow() coordinator.Grant
+	tenantTask() (tenant, task string)
+	// acquire claims the task (errStop: nothing to claim it for); release
+	// gives it up when done.
+	acquire() error
+	release()
+	// open is the worker's gateway.
+	open() (gateway, error)
+	// check records what a gateway call did and says whether the worker
+	// may go on: nil; errStop when the fence refused it; the drill's own
+	// error otherwise.
+	check(op string, err error) error
+	// hold stops the worker, traffic held, saying why (errStop).
+	hold(reason, format string, args ...any) error
+	note(format string, args ...any)
+	// wait lets d of the world's time pass; act is the time one action
+	// takes; clock is the world's time now.
+	wait(d time.Duration)
+	act()
+	clock() time.Duration
+	pace() fencedPace
+	// The world as this worker may read it: view is its view of the
+	// topology (a stale cache, in the simulation, on a worker's first
+	// read), writerNow the topology's authority, recordNow the traffic
+	// record's value at its authority, verifyView both authorities read for
+	// the final check. A writer "" is no single writer.
+	view() (writer, promoting string, err error)
+	writerNow() (string, error)
+	recordNow() (string, error)
+	verifyView() (record, writer, promoting string, err error)
+	// The design's proposals as this worker's build writes them: the n-th
+	// promotion intent, the n-th traffic intent toward writer, each with
+	// the world it is proposed against.
+	proposePromotion(n int) (string, ledger.Effect, ledger.Observation, error)
+	proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, error)
+	// trafficValue is where a traffic record points the record; original
+	// the writer before the incident.
+	trafficValue(rec ledger.Record) string
+	original() string
+	// trafficRecord names the record traffic follows.
+	trafficRecord() string
+	// seen is told of each of the task's records the worker lists.
+	seen(rec ledger.Record)
+	// beforeDispatch is the world at a dispatch: the time it takes, and the
+	// faults that strike there.
+	beforeDispatch(rec ledger.Record)
+	// closed: the worker verified that traffic follows the writer.
+	closed()
 }
 
-// check copies the journal's new transitions into the trajectory and
-// says whether the worker may go on after a ledger call (nil): a refusal
-// by the fence is recorded as such (a stale worker stopped at the
-// gateway: errStop); any other error is the drill's etcd's, wrapped.
-func (wk *worker) check(op string, err error) error {
-	wk.applyStop() // a stop that struck beside the worker (the commander's Resolve, in-process)
-	wk.w.syncJournal()
-	if err == nil {
-		return nil
-	}
-	switch d := coordinator.DispositionOf(err); d {
-	case coordinator.StaleOwner, coordinator.ExpiredOwner, coordinator.GenerationMismatch:
-		wk.record(Event{Kind: KindRefused, Effect: op, Detail: string(d) + ": refused at the gateway; the worker stops"})
-		return fmt.Errorf("%w: %s refused: %w", errStop, op, err)
-	}
-	return fmt.Errorf("%s by %s: %w", op, wk.name, err)
+// fencedRun is one fenced worker's run on its port.
+type fencedRun struct {
+	p fencedPort
+	l gateway
 }
 
-// syncJournal appends the ledger journal's new transitions of the incident
-// task to the trajectory: the graders read the real journal.
-func (w *world) syncJournal() {
-	ts, err := w.journal.Journal(w.ctx, w.run.tenant(w.design), w.task)
+// runFencedOn runs the design: claim, reconcile, the promotion, traffic,
+// release. A step's error stops it: errStop (the fence refused it, or it
+// holds) is the design at work; any other error is the drill's own.
+func runFencedOn(p fencedPort) error {
+	if err := p.acquire(); err != nil {
+		return err
+	}
+	l, err := p.open()
 	if err != nil {
-		w.fail(fmt.Errorf("journal: %w", err))
-		return
+		return err
 	}
-	for _, t := range ts {
-		if t.Revision <= w.journalRev {
-			continue
-		}
-		w.journalRev = t.Revision
-		e := Event{At: w.s.now, Kind: KindTransition, Actor: w.ownerName(t.Owner), Epoch: t.Epoch, Operation: t.Operation,
-			Effect: w.effects[t.Operation], From: string(t.From), To: string(t.To), Detail: string(t.By) + ": " + t.Reason}
-		if t.Evidence != nil {
-			e.Evidence = t.Evidence.ProviderIDs
-		}
-		w.traj.add(e)
-		if t.To == ledger.Proposed || t.To == ledger.ManualReview {
-			w.wakeCommander()
-		}
+	f := &fencedRun{p: p, l: l}
+	if err := f.reconcile(); err != nil {
+		return err
 	}
+	if err := f.promote(); err != nil {
+		return err
+	}
+	if err := f.traffic(); err != nil {
+		return err
+	}
+	p.release()
+	return nil
 }
 
 // reconcile settles what an earlier owner left: its DISPATCHING records
 // become UNKNOWN, and every UNKNOWN is asked of the provider's authority.
-func (wk *worker) reconcile(l gateway) error {
+func (f *fencedRun) reconcile() error {
 	for round := 0; round < reconcileRounds; round++ {
-		recs, err := l.Reconcile(wk.w.ctx, wk.grant)
-		if err := wk.check("reconcile", err); err != nil {
+		recs, err := f.l.Reconcile(f.p.ctx(), f.p.grantNow())
+		if err := f.p.check("reconcile", err); err != nil {
 			return err
 		}
 		pending := false
@@ -199,21 +215,22 @@ func (wk *worker) reconcile(l gateway) error {
 		if !pending {
 			return nil
 		}
-		wk.a.sleep(10 * time.Second)
+		f.p.wait(f.p.pace().reconcileWait)
 	}
 	return nil
 }
 
 // existing returns the task's records of kind, in the ledger's order.
-func (wk *worker) existing(l gateway, kind string) ([]ledger.Record, error) {
-	recs, err := l.List(wk.w.ctx, wk.w.run.tenant(wk.w.design), wk.w.task, "")
-	if err := wk.check("list", err); err != nil {
+func (f *fencedRun) existing(kind string) ([]ledger.Record, error) {
+	tenant, task := f.p.tenantTask()
+	recs, err := f.l.List(f.p.ctx(), tenant, task, "")
+	if err := f.p.check("list", err); err != nil {
 		return nil, err
 	}
 	var out []ledger.Record
 	for _, r := range recs {
 		if r.Effect.Kind == kind {
-			wk.w.effects[r.Operation] = effectName(kind)
+			f.p.seen(r)
 			out = append(out, r)
 		}
 	}
@@ -227,85 +244,61 @@ func effectName(kind string) string {
 	return "traffic"
 }
 
-// promotionID is the stable id of the incident's promotion. The two worker
-// builds spell it differently — which is why a worker adopts the record it
-// finds rather than trusting its own code to name the intent.
-func (wk *worker) promotionID(n int) string {
-	id := "promote/" + wk.w.task
-	if wk.build == "v2" {
-		id = "promotion:" + wk.w.task
-	}
-	if n > 1 {
-		id += fmt.Sprintf("/%d", n)
-	}
-	return id
-}
-
-// promotionParams is the promotion's parameters as this worker's build
-// encodes them: v1 and v2 name and encode the fields differently, so that
-// the two builds' digests of one intent differ. A worker adopts a record by
-// the intent it stores (targetOf decodes either encoding), never by
-// re-encoding its own and looking for that.
-func (wk *worker) promotionParams() json.RawMessage {
-	var b []byte
-	if wk.build == "v2" {
-		b, _ = json.Marshal(promoteParamsV2{TargetCluster: clusterSecondary, LossBoundMillis: maxLoss.Milliseconds()})
-	} else {
-		b, _ = json.Marshal(promoteParams{Target: clusterSecondary, MaxLoss: maxLoss.String()})
-	}
-	return b
-}
-
 // promote drives the promotion to an end: CONFIRMED, or the world moved
 // on without it (the target is the writer anyway) — nil: go on to
-// traffic — or a hold for the commander (errStop).
-func (wk *worker) promote(l gateway) error {
-	ctx, w := wk.w.ctx, wk.w
+// traffic — or a hold (errStop).
+func (f *fencedRun) promote() error {
+	p := f.p
 	for n := 1; n <= promotionIntents; n++ {
-		found, err := wk.existing(l, kindPromote)
+		found, err := f.existing(kindPromote)
 		if err != nil {
 			return err
 		}
 		rec, adopted := adoptable(found)
 		switch {
 		case adopted:
-			wk.note("adopts promotion %s (%s) from the ledger by its stored intent: promote %s", rec.Operation, rec.State, targetOf(rec.Effect))
+			p.note("adopts promotion %s (%s) from the ledger by its stored intent: promote %s", rec.Operation, rec.State, targetOf(rec.Effect))
 		case len(found) > 0 && found[len(found)-1].State != ledger.Failed:
 			rec = found[len(found)-1] // SUPERSEDED or REJECTED: no new intent
 		default:
-			writer, promoting := wk.observe()
-			id := wk.promotionID(len(found) + 1)
-			w.effects[id] = "promote"
-			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
-				Params: wk.promotionParams(), Policy: policyPromote}, wk.observation(writer, promoting))
-			if err := wk.check("propose", err); err != nil {
+			id, e, pre, err := p.proposePromotion(len(found) + 1)
+			if err != nil {
+				return p.check("observe", err)
+			}
+			rec, err = f.l.Propose(p.ctx(), p.grantNow(), id, e, pre)
+			if err := p.check("propose", err); err != nil {
 				return err
 			}
 		}
-		rec, err = wk.drive(l, rec)
+		rec, err = f.drive(rec)
 		if err == nil && rec.State == ledger.ManualReview {
 			// The commander's to resolve: the worker waits for its decision.
-			rec, err = wk.await(l, rec, ledger.ManualReview, commanderLook, commanderLook, commanderLooks+2)
+			pc := p.pace()
+			rec, err = f.await(rec, ledger.ManualReview, pc.reviewPoll, pc.reviewPoll, pc.reviewPolls)
 		}
 		if err != nil {
 			return err
 		}
-		wk.note("promotion %s ends %s", rec.Operation, rec.State)
+		p.note("promotion %s ends %s", rec.Operation, rec.State)
 		switch rec.State {
 		case ledger.Confirmed:
 			return nil
 		case ledger.ManualReview:
-			return wk.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
+			return p.hold(holdManualReview, "promotion %s stays in MANUAL_REVIEW: traffic held for the commander", rec.Operation)
 		case ledger.Proposed:
-			return wk.hold(holdCommanderRefused, "no decision on promotion %s: traffic held", rec.Operation)
+			return p.hold(holdCommanderRefused, "no decision on promotion %s: traffic held", rec.Operation)
 		case ledger.Rejected, ledger.Failed:
 			// Refused, or established never applied: if the target is the
 			// writer anyway (promoted out of band), traffic follows it.
-			if writer := wk.settledView(); writer == targetOf(rec.Effect) {
+			writer, err := f.settledView()
+			if err != nil {
+				return err
+			}
+			if writer == targetOf(rec.Effect) {
 				return nil
 			}
 			if rec.State == ledger.Rejected {
-				return wk.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
+				return p.hold(holdCommanderRefused, "the commander refused promotion %s: traffic held", rec.Operation)
 			}
 			continue // the commander established it never applied: a new intent
 		}
@@ -313,7 +306,7 @@ func (wk *worker) promote(l gateway) error {
 		// whatever the writer now is.
 		return nil
 	}
-	return wk.hold(holdManualReview, "no promotion applied after %d intents", promotionIntents)
+	return p.hold(holdManualReview, "no promotion applied after %d intents", promotionIntents)
 }
 
 // adoptable is the promotion record a worker adopts: the newest one not
@@ -329,21 +322,6 @@ func adoptable(found []ledger.Record) (ledger.Record, bool) {
 	return ledger.Record{}, false
 }
 
-// How long the commander waits for the lag to come back within the bound.
-const (
-	commanderRecheck  = 15 * time.Second
-	commanderPatience = 3 * time.Minute
-)
-
-// observe is the worker's view of the topology: a stale cache on its first
-// read when the stale-cache fault is on, the provider's authority otherwise.
-func (wk *worker) observe() (writer, promoting string) {
-	if wk.staleCache && !wk.cacheUsed {
-		return wk.topology(), ""
-	}
-	return wk.w.topo.Describe(wk.caller(""))
-}
-
 // traffic points the record at the writer as its own operation, after the
 // topology settled (as the worker sees it), and verifies from both
 // authorities that the record follows the writer. The worker proposes; the
@@ -354,10 +332,10 @@ func (wk *worker) observe() (writer, promoting string) {
 // workflow last left it (an operator's edit the commander let stand) is a
 // hold. The record is never changed around the gateway: an operator's edit
 // reaches the commander as the next proposal's precondition.
-func (wk *worker) traffic(l gateway) error {
-	ctx, w := wk.w.ctx, wk.w
+func (f *fencedRun) traffic() error {
+	p := f.p
 	for n := 0; n < trafficAttempts; n++ {
-		found, err := wk.existing(l, kindTraffic)
+		found, err := f.existing(kindTraffic)
 		if err != nil {
 			return err
 		}
@@ -365,73 +343,80 @@ func (wk *worker) traffic(l gateway) error {
 		if len(found) > 0 {
 			rec = found[len(found)-1]
 		}
+		refusedToWriter := false
+		if rec.State == ledger.Rejected {
+			writer, err := p.writerNow()
+			if err != nil {
+				return p.check("observe", err)
+			}
+			refusedToWriter = p.trafficValue(rec) == writer
+		}
+		edited := false
+		if refusedToWriter {
+			if edited, err = f.editedOutOfBand(found); err != nil {
+				return err
+			}
+		}
 		switch {
-		case rec.State == ledger.Rejected && trafficValue(rec) == wk.writerNow() && wk.editedOutOfBand(found):
+		case edited:
 			// Toward the writer, and refused: over the operator's edit.
-			return wk.hold(holdOperatorEdit, "the commander refused traffic operation %s over an out-of-band edit of %s: traffic held", rec.Operation, recordName)
+			return p.hold(holdOperatorEdit, "the commander refused traffic operation %s over an out-of-band edit of %s: traffic held", rec.Operation, p.trafficRecord())
 		case rec.State != "" && !rec.State.Terminal():
-			wk.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
+			p.note("adopts traffic operation %s (%s)", rec.Operation, rec.State)
 		case rec.State == ledger.Confirmed:
-			if done, err := wk.verify(); done || err != nil {
+			if done, err := f.verify(); done || err != nil {
 				return err
 			}
 			fallthrough
 		default:
-			writer := wk.settledView()
-			wk.editedOutOfBand(found)
-			id := fmt.Sprintf("traffic/%s/%d", w.task, len(found)+1)
-			w.effects[id] = "traffic"
-			params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
-			_, promoting := w.topo.Describe(wk.caller(""))
-			rec, err = l.Propose(ctx, wk.grant, id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params,
-				Policy: policyTraffic}, wk.trafficObservation(writer, promoting, w.dns.Record(wk.caller(""))))
-			if err := wk.check("propose", err); err != nil {
+			writer, err := f.settledView()
+			if err != nil {
+				return err
+			}
+			if writer == "" {
+				return p.hold(holdManualReview, "no single writer answers: traffic held")
+			}
+			if _, err := f.editedOutOfBand(found); err != nil {
+				return err
+			}
+			id, e, pre, err := p.proposeTraffic(len(found)+1, writer)
+			if err != nil {
+				return p.check("observe", err)
+			}
+			rec, err = f.l.Propose(p.ctx(), p.grantNow(), id, e, pre)
+			if err := p.check("propose", err); err != nil {
 				return err
 			}
 		}
-		if _, err := wk.drive(l, rec); err != nil {
+		if _, err := f.drive(rec); err != nil {
 			return err
 		}
 	}
-	found, err := wk.existing(l, kindTraffic)
+	found, err := f.existing(kindTraffic)
 	if err != nil {
 		return err
 	}
 	if len(found) > 0 && found[len(found)-1].State == ledger.Confirmed {
-		if done, err := wk.verify(); err != nil || done {
+		if done, err := f.verify(); err != nil || done {
 			return err
 		}
 	}
-	return wk.hold(holdManualReview, "traffic does not follow the writer after %d operations: traffic held for review", trafficAttempts)
-}
-
-// trafficValue is where a traffic operation points the record.
-func trafficValue(rec ledger.Record) string {
-	var p trafficParams
-	_ = json.Unmarshal(rec.Effect.Params, &p)
-	return p.Value
-}
-
-// writerNow is the writer as the topology's authority shows it now.
-func (wk *worker) writerNow() string {
-	writer, _ := wk.w.topo.Describe(wk.caller(""))
-	return writer
+	return p.hold(holdManualReview, "traffic does not follow the writer after %d operations: traffic held for review", trafficAttempts)
 }
 
 // lastLeft is the value the workflow last left the record at: the newest
 // traffic operation that may have reached the provider (CONFIRMED, or
 // still in flight), else the value before the incident.
-func lastLeft(found []ledger.Record) string {
+func (f *fencedRun) lastLeft(found []ledger.Record) string {
 	for i := len(found) - 1; i >= 0; i-- {
 		switch found[i].State {
 		case ledger.Confirmed, ledger.Dispatching, ledger.Unknown, ledger.ManualReview:
-			var p trafficParams
-			if json.Unmarshal(found[i].Effect.Params, &p) == nil {
-				return p.Value
+			if v := f.p.trafficValue(found[i]); v != "" {
+				return v
 			}
 		}
 	}
-	return clusterPrimary
+	return f.p.original()
 }
 
 // editedOutOfBand reads the record at its authority and reports whether it
@@ -439,13 +424,17 @@ func lastLeft(found []ledger.Record) string {
 // resource. The worker does not decide what that means; the next traffic
 // intent is proposed against the record as it now is, and the commander
 // decides on it (a holding action goes on, a routing decision stands).
-func (wk *worker) editedOutOfBand(found []ledger.Record) bool {
-	now, want := wk.w.dns.Record(wk.caller("")), lastLeft(found)
-	if now == want {
-		return false
+func (f *fencedRun) editedOutOfBand(found []ledger.Record) (bool, error) {
+	now, err := f.p.recordNow()
+	if err != nil {
+		return false, f.p.check("observe", err)
 	}
-	wk.note("%s was edited out of band to %s (the workflow left %s): the next intent is proposed against it, for the commander to decide", recordName, now, want)
-	return true
+	want := f.lastLeft(found)
+	if now == want {
+		return false, nil
+	}
+	f.p.note("%s was edited out of band to %s (the workflow left %s): the next intent is proposed against it, for the commander to decide", f.p.trafficRecord(), now, want)
+	return true, nil
 }
 
 // drive takes one operation as far as it goes: the world's decision on a
@@ -453,59 +442,75 @@ func (wk *worker) editedOutOfBand(found []ledger.Record) bool {
 // reconciliation of an unknown outcome. It returns the record as it ends
 // (UNKNOWN if a change is still PENDING after reconciling, PROPOSED if no
 // decision came), and an error when the worker must stop.
-func (wk *worker) drive(l gateway, rec ledger.Record) (ledger.Record, error) {
-	ctx := wk.w.ctx
+func (f *fencedRun) drive(rec ledger.Record) (ledger.Record, error) {
+	p, ctx := f.p, f.p.ctx()
+	pc := p.pace()
+	holds := 0
 	for step := 0; step < 20; step++ {
 		var err error
 		op := ""
 		switch rec.State {
 		case ledger.Proposed:
-			if rec, err = wk.await(l, rec, ledger.Proposed, 2*time.Second, 15*time.Second, decisionPolls); err != nil || rec.State == ledger.Proposed {
+			if rec, err = f.await(rec, ledger.Proposed, pc.decisionFirst, pc.decisionMost, pc.decisionPolls); err != nil || rec.State == ledger.Proposed {
 				return rec, err
 			}
 			continue
 		case ledger.Authorized:
-			if rec.Effect.Kind != kindPromote || !wk.until("dispatch") {
-				wk.a.step()
-			}
+			p.beforeDispatch(rec)
 			op = "dispatch"
-			rec, err = l.Dispatch(ctx, wk.grant, rec.Operation)
+			var r ledger.Record
+			r, err = f.l.Dispatch(ctx, p.grantNow(), rec.Operation)
+			if err != nil && holds < pc.dispatchHolds && coordinator.DispositionOf(err).Class() == coordinator.ClassUnavailable {
+				holds++
+				p.note("dispatch of %s held (%s): the provider cannot show the world now; tries again", rec.Operation, coordinator.DispositionOf(err))
+				if err := p.check("read", nil); err != nil {
+					return rec, err
+				}
+				p.wait(pc.dispatchWait)
+				step--
+				continue
+			}
+			if err == nil || r.Operation != "" {
+				rec = r
+			}
 		case ledger.Dispatching, ledger.Unknown:
-			if err := wk.reconcile(l); err != nil {
+			if err := f.reconcile(); err != nil {
 				return rec, err
 			}
 			op = "read"
-			rec, _, err = l.Record(ctx, rec.Tenant, rec.Task, rec.Operation)
+			tenant, task := p.tenantTask()
+			rec, _, err = f.l.Record(ctx, tenant, task, rec.Operation)
 			if err == nil && (rec.State == ledger.Unknown || rec.State == ledger.Dispatching) {
-				return rec, wk.check(op, nil)
+				return rec, p.check(op, nil)
 			}
 		default:
 			return rec, nil
 		}
-		if err := wk.check(op, err); err != nil {
+		if err := p.check(op, err); err != nil {
 			return rec, err
 		}
 	}
 	return rec, nil
 }
 
-// decisionPolls bounds how often a worker re-reads a proposal waiting for
-// the world's decision (every 2 s for 20 s, then doubling up to 15 s:
-// about 17 minutes).
+// decisionPolls bounds how often a simulated worker re-reads a proposal
+// waiting for the world's decision (every 2 s for 20 s, then doubling up
+// to 15 s: about 17 minutes).
 const decisionPolls = 76
 
-// await re-reads rec while it is in state, every first for 20 s, then
-// doubling up to most, at most polls times: the worker waiting for a
-// decision that is not its own.
-func (wk *worker) await(l gateway, rec ledger.Record, state ledger.State, first, most time.Duration, polls int) (ledger.Record, error) {
-	start, wait := wk.w.s.now, first
+// await re-reads rec while it is in state, every first until the pace's
+// doubleAfter, then doubling up to most, at most polls times: the worker
+// waiting for a decision that is not its own.
+func (f *fencedRun) await(rec ledger.Record, state ledger.State, first, most time.Duration, polls int) (ledger.Record, error) {
+	p := f.p
+	start, wait := p.clock(), first
 	for i := 0; i < polls && rec.State == state; i++ {
-		if wk.w.s.now-start >= 20*time.Second {
+		if p.clock()-start >= p.pace().doubleAfter {
 			wait = min(2*wait, most)
 		}
-		wk.a.sleep(wait)
-		r, _, err := l.Record(wk.w.ctx, rec.Tenant, rec.Task, rec.Operation)
-		if err := wk.check("read", err); err != nil {
+		p.wait(wait)
+		r, _, err := f.l.Record(p.ctx(), rec.Tenant, rec.Task, rec.Operation)
+		if err := p.check("read", err); err != nil {
 			return rec, err
 		}
 		rec = r
@@ -514,30 +519,41 @@ func (wk *worker) await(l gateway, rec ledger.Record, state ledger.State, first,
 }
 
 // settledView waits until no promotion is in progress, as the worker sees
-// it (its stale cache says none is), and returns the writer it sees.
-func (wk *worker) settledView() string {
-	for i := 0; i < 60; i++ {
-		writer, promoting := wk.observe()
-		if promoting == "" {
-			return writer
+// it, and returns the writer it sees ("" if none single).
+func (f *fencedRun) settledView() (string, error) {
+	p := f.p
+	pc := p.pace()
+	for i := 0; i < pc.settleTries; i++ {
+		writer, promoting, err := p.view()
+		if err != nil {
+			return "", p.check("observe", err)
 		}
-		wk.a.sleep(2 * time.Second)
+		if promoting == "" {
+			return writer, nil
+		}
+		p.wait(pc.settlePoll)
 	}
-	writer, _ := wk.observe()
-	return writer
+	writer, _, err := p.view()
+	if err != nil {
+		return "", p.check("observe", err)
+	}
+	return writer, nil
 }
 
 // verify reads the record and the writer from their authorities; when they
 // agree the incident is closed (done).
-func (wk *worker) verify() (bool, error) {
-	wk.a.step()
-	record := wk.w.dns.Record(wk.caller(""))
-	writer, promoting := wk.w.topo.Describe(wk.caller(""))
-	if promoting == "" && record == writer {
-		wk.w.closed = true
-		wk.note("verified: %s points at the writer %s; incident closed", recordName, writer)
+func (f *fencedRun) verify() (bool, error) {
+	p := f.p
+	p.act()
+	record, writer, promoting, err := p.verifyView()
+	if err != nil {
+		return false, p.check("observe", err)
+	}
+	if promoting == "" && writer != "" && record == writer {
+		p.closed()
+		p.note("verified: %s points at the writer %s; incident closed", p.trafficRecord(), writer)
 		return true, nil
 	}
-	wk.note("verify: %s points at %s, the writer is %s", recordName, record, writer)
+	p.note("verify: %s points at %s, the writer is %s", p.trafficRecord(), record, writer)
 	return false, nil
 }

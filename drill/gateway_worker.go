@@ -13,31 +13,15 @@ import (
 )
 
 // hopLedger is the gateway interface of a fenced worker whose calls go over
-// the network to its trial's gateway: its own calls under its certificate,
-// the approvals under the approver's, the commander's decisions under the
-// commander's.
+// the network to its trial's gateway, under its own certificate.
 type hopLedger struct{ wk *worker }
 
 var _ gateway = hopLedger{}
 
-func (h hopLedger) as(name string) *client.Client { return h.wk.w.gw.clients[name] }
-
-func (h hopLedger) self() *client.Client { return h.as(h.wk.name) }
+func (h hopLedger) self() *client.Client { return h.wk.w.gw.clients[h.wk.name] }
 
 func (h hopLedger) Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (rec ledger.Record, err error) {
 	h.wk.atGateway(ctx, func(ctx context.Context) { rec, err = h.self().Propose(ctx, g, operation, e, pre) })
-	return rec, err
-}
-
-// Authorize is the approver's own call (a.Approver names who): the
-// gateway records its certificate identity, under the task's current owner.
-func (h hopLedger) Authorize(ctx context.Context, g coordinator.Grant, operation string, a ledger.Approval) (rec ledger.Record, err error) {
-	h.wk.atGateway(ctx, func(ctx context.Context) { rec, err = h.as(a.Approver).Authorize(ctx, g.Tenant, g.Task, operation, a) })
-	return rec, err
-}
-
-func (h hopLedger) Reject(ctx context.Context, g coordinator.Grant, operation, approver, reason string) (rec ledger.Record, err error) {
-	h.wk.atGateway(ctx, func(ctx context.Context) { rec, err = h.as(approver).Reject(ctx, g.Tenant, g.Task, operation, reason) })
 	return rec, err
 }
 
@@ -49,15 +33,6 @@ func (h hopLedger) Dispatch(ctx context.Context, g coordinator.Grant, operation 
 func (h hopLedger) Reconcile(ctx context.Context, g coordinator.Grant) (recs []ledger.Record, err error) {
 	h.wk.atGateway(ctx, func(ctx context.Context) { recs, err = h.self().Reconcile(ctx, g) })
 	return recs, err
-}
-
-// Resolve is the commander's own call (an operator's), recorded under the
-// task's current owner with the commander's certificate identity.
-func (h hopLedger) Resolve(ctx context.Context, g coordinator.Grant, operation string, to ledger.State, ev ledger.Evidence, approver, why string) (rec ledger.Record, err error) {
-	h.wk.atGateway(ctx, func(ctx context.Context) {
-		rec, err = h.as(approver).Resolve(ctx, g.Tenant, g.Task, operation, to, ev, why)
-	})
-	return rec, err
 }
 
 func (h hopLedger) List(ctx context.Context, tenant, task string, state ledger.State) (recs []ledger.Record, err error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/leasegate/leasegate/cli" // the drill runs leasegate serve from its own binary
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
 	"github.com/leasegate/leasegate/testsupport/realprov"

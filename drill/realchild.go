@@ -22,16 +22,20 @@ import (
 
 // A real trial's workers are processes: the drill's own binary (leasegate,
 // or the test binary the drill runs in) started again with workerEnv set
-// to a workerSpec. The worker process dials etcd itself (with the drill's
-// client's TLS files and login: client.go), builds its own adapters on the
-// real servers, keeps its own lease alive with its own
-// heartbeat, and runs the design's worker code (realfenced.go,
-// realnaive.go). What only the drill can do — stamp and keep the
-// trajectory, order the provider calls and credit their effects (watch),
-// fire the faults at the servers, keep the naive workflow's history, and
-// SIGSTOP the process in its dispatch window — it asks the drill for, one
-// request at a time, as JSON lines on its stdout, each answered on its
-// stdin (realproc.go serves them).
+// to a workerSpec. A fenced worker's spec is the gateway's address, the CA
+// and its own certificate and key: it reaches etcd and the servers only
+// through `leasegate serve --config` (fenced_real.go, realserve.go) and
+// holds no credential of theirs. A naive worker — the incident's design,
+// whose workers call the providers themselves — dials etcd itself (with
+// the drill's client's TLS files and login: client.go), builds its own
+// adapters on the real servers with their credentials, and keeps its own
+// lease alive with its own heartbeat (realnaive.go). What only the drill
+// can do — stamp and keep the trajectory, order the naive design's
+// provider calls and credit their effects (watch), fire the faults at the
+// servers, keep the naive workflow's history, and SIGSTOP the process in
+// its window — a worker asks the drill for, one request at a time, as JSON
+// lines on its stdout, each answered on its stdin (realproc.go serves
+// them).
 
 // workerEnv names the environment variable that makes a process a drill
 // worker (its value: the workerSpec as JSON).
@@ -56,15 +60,22 @@ type workerSpec struct {
 	Task      string   `json:"task"`
 	Name      string   `json:"name"`
 	First     bool     `json:"first"`
-	// The real servers: the pgpromote nodes (the standby through the cut
-	// proxy), the password file, the proxy's port for the naive design's
-	// own connection, and the DNS server.
-	Nodes        []pgpromote.Node `json:"nodes"`
-	PasswordFile string           `json:"password_file"`
-	ProxyPort    int              `json:"proxy_port"`
-	DNSAddr      string           `json:"dns_addr"`
-	Zone         string           `json:"zone"`
-	KeyFile      string           `json:"key_file"`
+	// The fenced design's: the gateway's address, the CA its certificate
+	// chains to, and the worker's own certificate and key.
+	Gateway string `json:"gateway,omitempty"`
+	CA      string `json:"ca,omitempty"`
+	Cert    string `json:"cert,omitempty"`
+	Key     string `json:"key,omitempty"`
+	// The naive design's own access to the real servers: the pgpromote
+	// nodes (the standby through the cut proxy), the password file, the
+	// proxy's port for its own connection, and the DNS server with its
+	// TSIG key file.
+	Nodes        []pgpromote.Node `json:"nodes,omitempty"`
+	PasswordFile string           `json:"password_file,omitempty"`
+	ProxyPort    int              `json:"proxy_port,omitempty"`
+	DNSAddr      string           `json:"dns_addr,omitempty"`
+	Zone         string           `json:"zone,omitempty"`
+	KeyFile      string           `json:"key_file,omitempty"`
 
 	// Client is how to dial Endpoints as the drill's client does
 	// (client.go: TLS files, user, the file of the password; nil: the
@@ -159,6 +170,9 @@ func workerMain(specJSON string) int {
 	link := &workerLink{in: in, out: json.NewEncoder(os.Stdout)}
 	ctx, cancel := context.WithTimeout(context.Background(), realTrialLimit)
 	defer cancel()
+	if sp.Design == Fenced {
+		return fencedWorkerMain(ctx, sp, link)
+	}
 	w, err := newWorkerWorld(ctx, sp, link)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "drill worker %s: %v\n", sp.Name, err)
@@ -170,6 +184,28 @@ func workerMain(specJSON string) int {
 	wk.run()
 	link.call(linkMsg{Op: opDone})
 	wk.endSession()
+	return 0
+}
+
+// fencedWorkerMain runs one fenced worker of a real trial: its gateway
+// client from the spec, the trial's plan drawn from the same seed, and the
+// link for the rest. It dials nothing but the gateway.
+func fencedWorkerMain(ctx context.Context, sp workerSpec, link *workerLink) int {
+	c, err := realWorkerClient(sp)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drill worker %s: %v\n", sp.Name, err)
+		link.fail(fmt.Errorf("could not start: %w", err))
+		return 2
+	}
+	defer c.Close()
+	run := &runner{cfg: config{Seed: sp.Seed, Logger: zap.NewNop()}}
+	w := &realWorld{ctx: ctx, run: run, design: sp.Design, trial: sp.Trial, task: sp.Task,
+		plan: newRealPlan(trialRNG(sp.Seed, sp.Trial)), start: time.Now(), remote: link}
+	wk := w.newWorker(sp.Name, sp.First)
+	if err := wk.runFencedReal(c); err != nil && !errors.Is(err, errStop) {
+		w.fail(err)
+	}
+	link.call(linkMsg{Op: opDone})
 	return 0
 }
 

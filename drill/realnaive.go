@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/leasegate/leasegate/ledger"
 )
 
 // The naive design on the real providers (naive.go's, in real time): the
@@ -19,6 +17,21 @@ import (
 // key per attempt (the promote's application_name), pg_promote sent
 // without a precondition, the record changed by nsupdate without a
 // prerequisite, the checkpointed plan trusted as present truth.
+
+// commanderApprovesReal is the commander's rule on the naive design's
+// plan, on the real topology (realPromotionRule).
+func (wk *realWorker) commanderApprovesReal() (bool, string) {
+	wk.step()
+	return realPromotionRule(wk.w.prov.pg.Topology(wk.w.ctx))
+}
+
+// hold stops the naive worker, traffic held.
+func (wk *realWorker) hold(reason, format string, args ...any) error {
+	wk.w.setHeld(true)
+	why := fmt.Sprintf(format, args...)
+	wk.record(Event{Kind: KindHold, Effect: reason, Value: wk.w.recordNow(), Detail: why})
+	return fmt.Errorf("%w: holds for the commander (%s): %s", errStop, reason, why)
+}
 
 func (wk *realWorker) naive() error {
 	if err := wk.acquire(); err != nil {
@@ -33,7 +46,7 @@ func (wk *realWorker) naive() error {
 	if wk.first {
 		wk.step()
 		wk.note("plan: promote %s, then point %s at it", realTarget, realRecord)
-		if ok, why := wk.commanderApprovesReal(ledger.Record{}); !ok {
+		if ok, why := wk.commanderApprovesReal(); !ok {
 			wk.transition("plan", "promote", "", "REJECTED")
 			err := wk.hold(holdCommanderRefused, "the commander refused the plan: %s", why)
 			wk.release()

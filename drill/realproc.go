@@ -58,6 +58,9 @@ func (wk *realWorker) runProc(sp workerSpec) {
 		return
 	}
 	wk.pid = cmd.Process.Pid
+	if realWorkerStarted != nil {
+		realWorkerStarted(w.design, wk.pid)
+	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64<<10), linkMaxLineSize)
 	enc := json.NewEncoder(in)
@@ -100,13 +103,24 @@ func workerFailure(name string, m linkMsg) error {
 	return fmt.Errorf("drill worker %s: %s", name, m.S)
 }
 
-// spec is what the worker process is given.
+// realWorkerStarted, if set (by a test), is told of each worker process
+// as it starts.
+var realWorkerStarted func(d Design, pid int)
+
+// spec is what the worker process is given: a fenced worker, the
+// gateway's address, the CA and its own certificate and key; a naive
+// one, etcd and the servers with their credentials.
 func (wk *realWorker) spec() workerSpec {
 	w, p := wk.w, wk.w.prov
-	return workerSpec{Endpoints: w.run.coord.Client().Endpoints(), Client: w.run.worker, Prefix: w.run.cfg.Prefix + "/trials",
-		Design: w.design, Trial: w.trial, Seed: w.run.cfg.Seed, Task: w.task, Name: wk.name, First: wk.first,
-		Nodes:        []pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: p.standbyConn()}},
-		PasswordFile: p.passwordFile, ProxyPort: p.proxyPort, DNSAddr: p.dns.Addr, Zone: p.dns.Zone, KeyFile: p.dns.KeyFile}
+	sp := workerSpec{Design: w.design, Trial: w.trial, Seed: w.run.cfg.Seed, Task: w.task, Name: wk.name, First: wk.first}
+	if w.design == Fenced {
+		sp.Gateway, sp.CA, sp.Cert, sp.Key = w.run.serve.workerFiles(wk.name)
+		return sp
+	}
+	sp.Endpoints, sp.Client, sp.Prefix = w.run.coord.Client().Endpoints(), w.run.worker, w.run.cfg.Prefix+"/trials"
+	sp.Nodes = []pgpromote.Node{{Name: realOriginal, ConnString: p.pair.Primary.ConnString()}, {Name: realTarget, ConnString: p.standbyConn()}}
+	sp.PasswordFile, sp.ProxyPort, sp.DNSAddr, sp.Zone, sp.KeyFile = p.passwordFile, p.proxyPort, p.dns.Addr, p.dns.Zone, p.dns.KeyFile
+	return sp
 }
 
 // serve answers one request of the worker process.
@@ -115,6 +129,12 @@ func (wk *realWorker) serve(m linkMsg, locked *bool) linkMsg {
 	var a linkMsg
 	switch m.Op {
 	case opEvent:
+		if m.Event != nil && m.Event.Kind == KindClaim && w.design == Fenced {
+			// Whatever the servers did before this claim comes before it
+			// in the trajectory (the fenced design's calls leave from the
+			// gateway, not from the link).
+			w.watchAll()
+		}
 		if m.Event != nil {
 			w.add(*m.Event)
 		}
@@ -181,6 +201,9 @@ func (wk *realWorker) serve(m linkMsg, locked *bool) linkMsg {
 	case opStopStandby:
 		w.stopStandby()
 	case opPause:
+		if m.S3 != "" {
+			wk.untilWindow(window(m.S), m.S3)
+		}
 		wk.pause(window(m.S), m.S2)
 	default:
 		w.fail(fmt.Errorf("worker %s: unknown request %q", wk.name, m.Op))
@@ -227,6 +250,22 @@ func (wk *realWorker) pause(win window, what string) {
 		wk.note("no other worker claimed the task while pid %d was stopped (%s; state %c, then %c)", wk.pid, lease, state, state2)
 	}
 	wk.note("SIGCONT pid %d: it goes on where it was (%s)", wk.pid, win)
+}
+
+// untilWindow waits (bounded) until the world shows the dispatch of
+// operation where the pause window win strikes (realPauseReached): the
+// worker's call is at the gateway, which the drill sees in the ledger.
+func (wk *realWorker) untilWindow(win window, operation string) {
+	w := wk.w
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && w.ctx.Err() == nil {
+		rec, _, err := w.journal.Record(context.WithoutCancel(w.ctx), w.run.tenant(w.design), w.task, operation)
+		if err == nil && realPauseReached(win, rec) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	wk.note("the dispatch of %s did not reach the window %s within 15 s: paused anyway", operation, win)
 }
 
 // leaseTTL is etcd's answer for the worker's lease: "ttl -1" once it

@@ -20,10 +20,12 @@ import (
 )
 
 // A real trial is the seed's failover on the real servers, in real time:
-// two workers (processes of their own, each with its own etcd session
-// kept alive by its own heartbeat: realchild.go, realproc.go), the
-// incident commander's fixed rules,
-// and the faults that are real there (realPlan). The trajectory is the
+// two workers (processes of their own: realchild.go, realproc.go) — the
+// fenced design's reach the servers only through the run's `leasegate
+// serve --config` (realserve.go), with a session of their own there; the
+// naive design's call the servers themselves —, the world's incident
+// commander (realcommander.go, in the drill's process), and the faults
+// that are real there (realPlan). The trajectory is the
 // graders' vocabulary (trajectory.go), filled from what the servers
 // themselves record — the standby's statement log (every pg_promote with
 // the application_name that carries its operation and epoch), the
@@ -140,6 +142,7 @@ type realWorld struct {
 	promotes map[string]int
 	writer   string // the writer as last recorded
 	record   string // the record's value as last recorded
+	recordBy string // who made the record's last change
 	serial   uint32 // the zone's serial as last read
 	bg       sync.WaitGroup
 	journal  *ledger.Ledger
@@ -148,6 +151,8 @@ type realWorld struct {
 	// remote is set in a worker process: the link to the drill, which
 	// keeps the trajectory and does what only it can (realchild.go).
 	remote *workerLink
+	// names maps a gateway identity to its worker's name (a fenced trial).
+	names map[string]string
 }
 
 // realWorker is one worker of a real trial: in the drill, the process's
@@ -192,6 +197,23 @@ func (r *runner) runRealTrial(ctx context.Context, design Design, trial int) (*T
 	w.journal = l
 	a := w.newWorker("worker-a", true)
 	b := w.newWorker("worker-b", false)
+	stop, commanded := make(chan struct{}), make(chan struct{})
+	close(commanded)
+	if design == Fenced {
+		w.names = map[string]string{}
+		for _, name := range realCallers {
+			w.names[r.serve.certs.IDs[name]] = name
+		}
+		if w.plan.cut { // the first promote that reaches the standby: its connection is cut after send
+			w.cutsBefore = p.proxy.Cuts()
+			p.proxy.CutAfter("pg_promote")
+		}
+		commanded = make(chan struct{})
+		go func() {
+			defer close(commanded)
+			w.runCommander(r.serve.commander, stop)
+		}()
+	}
 	var wg sync.WaitGroup
 	for _, wk := range []*realWorker{a, b} {
 		wg.Add(1)
@@ -204,7 +226,12 @@ func (r *runner) runRealTrial(ctx context.Context, design Design, trial int) (*T
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	<-commanded
 	w.bg.Wait() // the standby's restart, if it was stopped
+	w.provMu.Lock()
+	w.watch("", 0, "")
+	w.provMu.Unlock()
 	w.syncJournal()
 	w.provMu.Lock()
 	w.watch("", 0, "")
@@ -307,6 +334,13 @@ func (w *realWorld) syncJournal() {
 		w.fail(fmt.Errorf("journal: %w", err))
 		return
 	}
+	if len(ts) > 0 && ts[len(ts)-1].Revision > w.journalRevNow() {
+		// What the servers show now precedes what the journal says: an
+		// outcome cites evidence the servers recorded before it.
+		w.provMu.Lock()
+		w.watch("", 0, "")
+		w.provMu.Unlock()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range ts {
@@ -314,13 +348,24 @@ func (w *realWorld) syncJournal() {
 			continue
 		}
 		w.journalRev = t.Revision
-		e := Event{At: w.since(), Kind: KindTransition, Actor: t.Owner, Epoch: t.Epoch, Operation: t.Operation,
+		actor := t.Owner
+		if name, ok := w.names[t.Owner]; ok {
+			actor = name
+		}
+		e := Event{At: w.since(), Kind: KindTransition, Actor: actor, Epoch: t.Epoch, Operation: t.Operation,
 			Effect: realEffect(t.Operation), From: string(t.From), To: string(t.To), Detail: string(t.By) + ": " + t.Reason}
 		if t.Evidence != nil {
 			e.Evidence = t.Evidence.ProviderIDs
 		}
 		w.traj.add(e)
 	}
+}
+
+// journalRevNow is the revision of the last journal entry copied.
+func (w *realWorld) journalRevNow() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.journalRev
 }
 
 // realEffect names an operation's effect by its id.
@@ -349,6 +394,13 @@ func (w *realWorld) watch(by string, epoch int64, operation string) {
 	if w.writer == realOriginal {
 		t := w.prov.pg.Topology(ctx)
 		if n, _ := t.Node(realTarget); n.Reachable && !n.InRecovery {
+			// The statement's log line may reach the file a moment after
+			// the promotion shows: the accepted promotion is credited to
+			// the call that made it.
+			for i := 0; i < 40 && w.lastOp == ""; i++ {
+				time.Sleep(25 * time.Millisecond)
+				w.watchLog(by)
+			}
 			w.writer = realTarget
 			ids := []string{realTarget + "@promoted", fmt.Sprintf("%s@timeline-%d", realTarget, n.Timeline)}
 			w.add(Event{Kind: KindApplied, Actor: "postgres", Effect: "promotion-accepted", Operation: w.lastOp, Value: realTarget,
@@ -468,9 +520,17 @@ func (w *realWorld) watchDNS(by string, epoch int64, operation string) {
 		last := steps[len(steps)-1]
 		ids = append(ids, fmt.Sprintf("%s serial %d->%d", w.prov.dns.Zone, last.From, last.To))
 	}
+	if by == "" && w.design == Fenced {
+		// Through the gateway: the journal's traffic operation toward it.
+		if by, epoch, operation = w.creditTraffic(now); by != "" {
+			w.add(Event{Kind: KindCall, Actor: "bind", Effect: "ChangeResourceRecordSets", Epoch: epoch, Operation: operation,
+				Value: now, By: by, Detail: "RFC 2136 UPDATE from the gateway, prerequisite: the approved record"})
+		}
+	}
 	if by == "" {
 		by = "unknown"
 	}
+	w.recordBy = by
 	w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "record", Operation: operation, Value: now, Evidence: ids, Epoch: epoch, By: by})
 	w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "insync", Operation: operation, Value: now, Evidence: ids, Epoch: epoch, By: by})
 }
@@ -487,6 +547,10 @@ func (w *realWorld) operatorEdit() {
 		return
 	}
 	w.watchDNS(operatorCaller.actor, 0, "")
+	if v != maintenance && w.design == Fenced {
+		w.add(Event{Kind: KindDecision, Actor: commander, Effect: decisionHold, Value: ReasonOperatorTookOver, Detail: fmt.Sprintf(
+			"the operator pointed %s at %s by hand: a routing decision that stands until a person decides otherwise", realRecord, v)})
+	}
 }
 
 // beforeTrafficCall is the operator's edit at the call, when the plan puts
@@ -594,13 +658,7 @@ func (wk *realWorker) sleep(d time.Duration) {
 func (wk *realWorker) step() { wk.sleep(time.Duration(50+rand.IntN(150)) * time.Millisecond) }
 
 func (wk *realWorker) run() {
-	var err error
-	if wk.w.design == Fenced {
-		err = wk.fenced()
-	} else {
-		err = wk.naive()
-	}
-	if err != nil && !errors.Is(err, errStop) {
+	if err := wk.naive(); err != nil && !errors.Is(err, errStop) {
 		wk.w.fail(err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/ledger"
 )
 
 // The graders' self-test designs. Each is a broken recovery that a grader
@@ -72,14 +71,15 @@ func (wk *worker) selfTest() error {
 	if err != nil {
 		return err
 	}
-	if err := wk.reconcile(l); err != nil {
+	f := &fencedRun{p: simPort{wk}, l: l}
+	if err := f.reconcile(); err != nil {
 		return err
 	}
 	switch wk.w.design {
 	case DesignRefuseAll:
-		return wk.refuseAll(l)
+		return wk.refuseAll(f)
 	case DesignHoldTraffic:
-		if err := wk.promote(l); err != nil {
+		if err := f.promote(); err != nil {
 			return err
 		}
 		return wk.hold(holdCommanderRefused, "holds traffic on %s: the design says the commander refused the traffic change", clusterPrimary)
@@ -89,18 +89,15 @@ func (wk *worker) selfTest() error {
 
 // refuseAll proposes the promotion (or finds it), tries to reject it with
 // its own worker certificate, and holds whatever the world decided.
-func (wk *worker) refuseAll(l gateway) error {
+func (wk *worker) refuseAll(f *fencedRun) error {
 	w := wk.w
-	found, err := wk.existing(l, kindPromote)
+	found, err := f.existing(kindPromote)
 	if err != nil {
 		return err
 	}
 	if len(found) == 0 {
-		writer, promoting := wk.observe()
-		id := wk.promotionID(1)
-		w.effects[id] = "promote"
-		_, err := l.Propose(w.ctx, wk.grant, id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary,
-			Params: wk.promotionParams(), Policy: policyPromote}, wk.observation(writer, promoting))
+		id, e, pre, _ := simPort{wk}.proposePromotion(1)
+		_, err := f.l.Propose(w.ctx, wk.grant, id, e, pre)
 		if err := wk.check("propose", err); err != nil {
 			return err
 		}
