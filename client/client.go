@@ -334,8 +334,17 @@ func (c *Client) Get(ctx context.Context, tenant, task string) (fencedtxn.State,
 
 // Propose records an intended effect under operation.
 func (c *Client) Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error) {
+	return c.ProposeRequiring(ctx, g, operation, e, pre, nil)
+}
+
+// ProposeRequiring is Propose of an effect that also requires other
+// adapters' worlds to look as each of requires says (ledger.Requirement):
+// the gateway observes each at dispatch, after the claim, and sends
+// nothing unless they still do. Take each requirement's precondition from
+// ObservePrecondition of its effect.
+func (c *Client) ProposeRequiring(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation, requires []ledger.Requirement) (ledger.Record, error) {
 	resp, err := call(ctx, "propose", true, c.workers.Propose, &leasegatev1.ProposeRequest{Grant: wire.GrantToProto(g),
-		Operation: operation, Effect: wire.EffectToProto(e), Precondition: wire.ObservationToProto(pre)})
+		Operation: operation, Effect: wire.EffectToProto(e), Precondition: wire.ObservationToProto(pre), Requires: wire.RequirementsToProto(requires)})
 	if err != nil {
 		return ledger.Record{}, err
 	}

@@ -319,7 +319,11 @@ func (w workers) Propose(ctx context.Context, req *leasegatev1.ProposeRequest) (
 	if err != nil {
 		return nil, ConnectError(err)
 	}
-	rec, err := w.s.led.Propose(ctx, g, req.GetOperation(), e, pre)
+	requires, err := wire.RequirementsFromProto(op, req.GetRequires())
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	rec, err := w.s.led.ProposeRequiring(ctx, g, req.GetOperation(), e, pre, requires)
 	if err != nil {
 		return nil, ConnectError(err)
 	}

@@ -53,7 +53,7 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 	if err != nil || claimed.State != Dispatching {
 		return claimed, err
 	}
-	same, now, err := l.revalidate(ctx, ad, claimed)
+	changed, now, err := l.revalidate(ctx, ad, claimed)
 	if err != nil {
 		prev := rec
 		withdrawn, werr := l.persist(ctx, g, claimed, change{to: Authorized, by: StepDispatch,
@@ -67,9 +67,9 @@ func (l *Ledger) Dispatch(ctx context.Context, g coordinator.Grant, operation st
 		}
 		return withdrawn, err
 	}
-	if !same {
+	if changed != "" {
 		return l.persist(ctx, g, claimed, change{to: Superseded, by: StepSupersede,
-			reason:   fmt.Sprintf("precondition changed, nothing sent: approved %s (seen %s), now %s (seen %s)", seen(claimed.Precondition), stamp(claimed.Precondition.At), seen(now), stamp(now.At)),
+			reason:   truncate(changed + ", nothing sent"),
 			evidence: &Evidence{Detail: now.Detail, At: now.At}}, "supersede not recorded; retrying")
 	}
 	actx, cancel := context.WithTimeout(ctx, l.callTimeout)
@@ -332,19 +332,50 @@ func (l *Ledger) Revalidate(ctx context.Context, g coordinator.Grant, operation 
 	if !ok {
 		return false, Observation{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("no adapter for effect kind %q", rec.Effect.Kind), nil)
 	}
-	same, now, err := l.revalidate(ctx, ad, rec)
-	return same, now, err
+	changed, now, err := l.revalidate(ctx, ad, rec)
+	return err == nil && changed == "", now, err
 }
 
-func (l *Ledger) revalidate(ctx context.Context, ad Adapter, rec Record) (bool, Observation, error) {
+// revalidate observes rec's precondition now through ad, then each of its
+// requirements through the adapter of the requirement's kind, and says
+// what changed ("" if nothing did): the first world whose digest is not
+// the one the record holds, with that observation. A world that cannot be
+// observed is a hold (authority_unavailable), whichever it is.
+func (l *Ledger) revalidate(ctx context.Context, ad Adapter, rec Record) (string, Observation, error) {
+	now, err := l.observe(ctx, ad, rec, rec.Effect)
+	if err != nil || now.Digest != rec.Precondition.Digest {
+		return fmt.Sprintf("precondition changed: approved %s (seen %s), now %s (seen %s)", seen(rec.Precondition), stamp(rec.Precondition.At), seen(now), stamp(now.At)), now, err
+	}
+	for i, r := range rec.Requires {
+		rad, ok := l.adapters[r.Effect.Kind]
+		if !ok {
+			return "", now, store.NewError(coordinator.AuthorityUnavailable, "precondition", rec.Tenant, rec.Task,
+				fmt.Sprintf("requirement %d: no adapter serves kind %q now; nothing dispatched; hold", i, r.Effect.Kind), nil)
+		}
+		rnow, err := l.observe(ctx, rad, rec, r.Effect)
+		if err != nil {
+			return "", rnow, err
+		}
+		if rnow.Digest != r.Precondition.Digest {
+			return fmt.Sprintf("requirement %d changed: %s %s required %s (seen %s), now %s (seen %s)", i, r.Effect.Kind, r.Effect.Target,
+				seen(r.Precondition), stamp(r.Precondition.At), seen(rnow), stamp(rnow.At)), rnow, nil
+		}
+	}
+	return "", now, nil
+}
+
+// observe is ad's observation of e's world now, for rec: an error is a
+// hold.
+func (l *Ledger) observe(ctx context.Context, ad Adapter, rec Record, e Effect) (Observation, error) {
 	cctx, cancel := context.WithTimeout(ctx, l.callTimeout)
 	defer cancel()
-	now, err := ad.Precondition(cctx, rec.Effect)
+	now, err := ad.Precondition(cctx, e)
 	if err == nil {
 		err = checkObservation("precondition", now)
 	}
 	if err != nil {
-		return false, now, store.NewError(coordinator.AuthorityUnavailable, "precondition", rec.Tenant, rec.Task, fmt.Sprintf("the %s provider could not show the world now; nothing dispatched; hold", rec.Effect.Kind), err)
+		return now, store.NewError(coordinator.AuthorityUnavailable, "precondition", rec.Tenant, rec.Task,
+			fmt.Sprintf("the %s provider could not show the world now; nothing dispatched; hold", e.Kind), err)
 	}
-	return now.Digest == rec.Precondition.Digest, now, nil
+	return now, nil
 }

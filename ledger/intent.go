@@ -13,8 +13,18 @@ import (
 // epoch or an attempt number) bound to effect e, decided while the world
 // looked like pre. It is idempotent on the operation id: the same effect
 // digest returns the existing record, whatever its state; another digest is
-// operation_conflict.
+// operation_conflict. It is ProposeRequiring with no requirement.
 func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation string, e Effect, pre Observation) (Record, error) {
+	return l.ProposeRequiring(ctx, g, operation, e, pre, nil)
+}
+
+// ProposeRequiring is Propose of an effect that also requires other
+// adapters' worlds to look as each of requires says (at most
+// MaxRequirements, each of a kind an adapter serves): Dispatch sends
+// nothing unless they still do ("traffic follows the writer": a DNS
+// change requiring the topology's writer to be its value). The same
+// effect digest with other requirements is operation_conflict.
+func (l *Ledger) ProposeRequiring(ctx context.Context, g coordinator.Grant, operation string, e Effect, pre Observation, requires []Requirement) (Record, error) {
 	const op = "propose"
 	if err := l.checkGrantOp(op, g, operation); err != nil {
 		return Record{}, err
@@ -28,15 +38,37 @@ func (l *Ledger) Propose(ctx context.Context, g coordinator.Grant, operation str
 	if err := checkObservation("precondition", pre); err != nil {
 		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%v", err), nil)
 	}
+	if len(requires) > MaxRequirements {
+		return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("%d requirements; at most %d", len(requires), MaxRequirements), nil)
+	}
+	reqs := make([]Requirement, 0, len(requires))
+	for i, r := range requires {
+		if err := checkRequirement(i, r); err != nil {
+			return Record{}, store.NewError(store.InvalidInput, op, "", "", err.Error(), nil)
+		}
+		if _, ok := l.adapters[r.Effect.Kind]; !ok {
+			return Record{}, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("requirement %d: no adapter for effect kind %q", i, r.Effect.Kind), nil)
+		}
+		r.Effect.Params, _ = canonical(r.Effect.Params)
+		r.Precondition.At = r.Precondition.At.UTC()
+		reqs = append(reqs, r)
+	}
+	if len(reqs) == 0 {
+		reqs = nil
+	}
 	d, _ := Digest(e)
 	e.Params, _ = canonical(e.Params)
 	pre.At = pre.At.UTC()
 	rec := Record{Tenant: g.Tenant, Task: g.Task, Operation: operation, Effect: e, ParamsDigest: d,
-		Precondition: pre, ProposedEpoch: g.Epoch}
+		Precondition: pre, Requires: reqs, ProposedEpoch: g.Epoch}
 	out, err := l.transition(ctx, g, rec, change{to: Proposed, by: StepPropose, reason: "proposed"})
 	if errors.Is(err, errExists) {
-		if out.ParamsDigest == d {
+		if out.ParamsDigest == d && sameRequirements(out.Requires, reqs) {
 			return out, nil
+		}
+		if out.ParamsDigest == d {
+			return out, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("operation %q was proposed (epoch %d) with other requirements; a new intent needs a new operation id",
+				operation, out.ProposedEpoch), nil)
 		}
 		return out, store.NewError(coordinator.OperationConflict, op, g.Tenant, g.Task, fmt.Sprintf("operation %q was proposed (epoch %d) with another effect digest; a new intent needs a new operation id",
 			operation, out.ProposedEpoch), nil)

@@ -204,16 +204,15 @@ func (l *Ledger) notApplied(ctx context.Context, g coordinator.Grant, ad Adapter
 	if !canRetry && !lateRuledOut {
 		return review("provider shows it not applied, but " + whyNoRetry)
 	}
-	same, now, err := l.revalidate(ctx, ad, rec)
-	changed := err == nil && !same
+	why, _, err := l.revalidate(ctx, ad, rec)
+	changed := err == nil && why != ""
 	switch {
 	case changed && lateRuledOut:
 		l.metrics.action("superseded")
 		return l.transition(ctx, g, rec, change{to: Superseded, by: StepReconcile, evidence: evp,
-			reason: truncate(fmt.Sprintf("provider shows it not applied, and the precondition changed: approved %s, now %s", seen(rec.Precondition), seen(now)))})
+			reason: truncate("provider shows it not applied, and the " + why)})
 	case changed:
-		return review(fmt.Sprintf("provider's state does not show it applied, but the precondition changed (approved %s, now %s) and a late attempt could still land: the contract has neither a lookup by id within its retention nor a provider-side precondition",
-			seen(rec.Precondition), seen(now)))
+		return review("provider's state does not show it applied, but the " + why + ", and a late attempt could still land: the contract has neither a lookup by id within its retention nor a provider-side precondition")
 	case !canRetry:
 		world := "in the approved world"
 		if err != nil {

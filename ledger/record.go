@@ -79,6 +79,25 @@ type Observation struct {
 	Detail json.RawMessage `json:"detail,omitempty"`
 }
 
+// Requirement is a precondition an effect declares on another adapter's
+// world: "the target of this DNS change is the current writer of that
+// topology". Effect names the world to observe — an effect of the other
+// adapter's kind, as ObservePrecondition takes it; it is never dispatched,
+// and its Policy is not used — and Precondition what it must show (the
+// digest, and when the proposer saw it). Dispatch observes it through that
+// adapter after the claim, beside the effect's own precondition and with
+// the same revalidation: a changed world sends nothing (SUPERSEDED), one
+// that cannot be observed withdraws the claim (a hold). So the worker's
+// own belief about that world — a cache gone stale while it was paused —
+// cannot carry the effect through.
+type Requirement struct {
+	Effect       Effect      `json:"effect"`
+	Precondition Observation `json:"precondition"`
+}
+
+// MaxRequirements is the most requirements one effect declares.
+const MaxRequirements = 8
+
 // Evidence is what a provider showed for an outcome: its own request or
 // change ids, and detail. Empty evidence (no ids, and a detail that says
 // nothing) is none: nothing reaches CONFIRMED or FAILED without some.
@@ -171,6 +190,10 @@ type Record struct {
 	ApprovalDigest string      `json:"approval_digest,omitempty"`
 	AuthorizedAt   time.Time   `json:"authorized_at,omitzero"` // when Authorize recorded the approval (the ledger's clock): its validity runs from here
 	Precondition   Observation `json:"precondition"`
+	// Requires are the preconditions the effect declared on other
+	// adapters' worlds (Requirement), fixed at Propose: Dispatch and
+	// Reconcile revalidate each as they do Precondition.
+	Requires []Requirement `json:"requires,omitempty"`
 
 	ProposedEpoch int64     `json:"proposed_epoch"`
 	Epoch         int64     `json:"epoch"`                    // the epoch that last claimed dispatch; 0 before any
@@ -265,6 +288,43 @@ func checkEffect(e Effect) error {
 	}
 	_, err := canonical(e.Params)
 	return err
+}
+
+// checkRequirement reports why r cannot be a requirement: its effect
+// must name a kind, a target and JSON params (its policy is not used: any
+// label, or none), and its precondition a digest and a time.
+func checkRequirement(i int, r Requirement) error {
+	e := r.Effect
+	if e.Policy == "" {
+		e.Policy = "-" // not used: checkEffect wants a label
+	}
+	if err := checkEffect(e); err != nil {
+		return fmt.Errorf("requirement %d: %w", i, err)
+	}
+	if err := checkObservation(fmt.Sprintf("requirement %d's precondition", i), r.Precondition); err != nil {
+		return err
+	}
+	return nil
+}
+
+// sameRequirements reports whether a and b require the same worlds: the
+// same kinds, targets, canonical params and digests, in order.
+func sameRequirements(a, b []Requirement) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Effect.Kind != y.Effect.Kind || x.Effect.Target != y.Effect.Target || x.Precondition.Digest != y.Precondition.Digest {
+			return false
+		}
+		px, _ := canonical(x.Effect.Params)
+		py, _ := canonical(y.Effect.Params)
+		if !bytes.Equal(px, py) {
+			return false
+		}
+	}
+	return true
 }
 
 func checkObservation(what string, o Observation) error {

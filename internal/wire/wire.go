@@ -121,6 +121,42 @@ func ObservationFromProto(op string, p *leasegatev1.Observation) (ledger.Observa
 	return ledger.Observation{Digest: p.GetDigest(), At: TSFrom(p.GetObservedAt()), Detail: d}, err
 }
 
+// RequirementsFromProto reads the requirements of a proposal: each needs
+// an effect and a precondition.
+func RequirementsFromProto(op string, ps []*leasegatev1.Requirement) ([]ledger.Requirement, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	out := make([]ledger.Requirement, 0, len(ps))
+	for i, p := range ps {
+		if p.GetEffect() == nil || p.GetPrecondition() == nil {
+			return nil, store.NewError(store.InvalidInput, op, "", "", fmt.Sprintf("requires[%d] needs an effect and a precondition", i), nil)
+		}
+		e, err := EffectFromProto(op, p.GetEffect())
+		if err != nil {
+			return nil, err
+		}
+		o, err := ObservationFromProto(op, p.GetPrecondition())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ledger.Requirement{Effect: e, Precondition: o})
+	}
+	return out, nil
+}
+
+// RequirementsToProto writes requirements.
+func RequirementsToProto(rs []ledger.Requirement) []*leasegatev1.Requirement {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]*leasegatev1.Requirement, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, &leasegatev1.Requirement{Effect: EffectToProto(r.Effect), Precondition: ObservationToProto(r.Precondition)})
+	}
+	return out
+}
+
 func RecordToProto(r ledger.Record) *leasegatev1.EffectRecord {
 	out := &leasegatev1.EffectRecord{Tenant: r.Tenant, Task: r.Task, Operation: r.Operation, State: string(r.State),
 		Effect:       &leasegatev1.Effect{Kind: r.Effect.Kind, Target: r.Effect.Target, ParamsJson: string(r.Effect.Params), Policy: r.Effect.Policy},
@@ -128,7 +164,7 @@ func RecordToProto(r ledger.Record) *leasegatev1.EffectRecord {
 		Precondition:  &leasegatev1.Observation{Digest: r.Precondition.Digest, ObservedAt: TS(r.Precondition.At), DetailJson: string(r.Precondition.Detail)},
 		ProposedEpoch: r.ProposedEpoch, Epoch: r.Epoch, Owner: r.Owner, Attempts: int64(r.Attempts), DispatchId: r.DispatchID,
 		DispatchedAt: TS(r.DispatchedAt), Evidence: EvidenceToProto(r.Evidence), Seq: r.Seq, Revision: r.Revision,
-		AuthorizedAt: TS(r.AuthorizedAt)}
+		AuthorizedAt: TS(r.AuthorizedAt), Requires: RequirementsToProto(r.Requires)}
 	if r.DispatchLease != 0 {
 		out.DispatchLease = coordinator.FormatLeaseID(r.DispatchLease)
 	}
@@ -218,6 +254,13 @@ func RecordFromProto(p *leasegatev1.EffectRecord) ledger.Record {
 		ProposedEpoch: p.GetProposedEpoch(), Epoch: p.GetEpoch(), Owner: p.GetOwner(), Attempts: int(p.GetAttempts()),
 		DispatchID: p.GetDispatchId(), DispatchedAt: TSFrom(p.GetDispatchedAt()), Evidence: evidenceFrom(p.GetEvidence()),
 		Seq: p.GetSeq(), Revision: p.GetRevision(), AuthorizedAt: TSFrom(p.GetAuthorizedAt())}
+	for _, q := range p.GetRequires() {
+		r.Requires = append(r.Requires, ledger.Requirement{
+			Effect: ledger.Effect{Kind: q.GetEffect().GetKind(), Target: q.GetEffect().GetTarget(), Params: raw(q.GetEffect().GetParamsJson()),
+				Policy: q.GetEffect().GetPolicy()},
+			Precondition: ledger.Observation{Digest: q.GetPrecondition().GetDigest(), At: TSFrom(q.GetPrecondition().GetObservedAt()),
+				Detail: raw(q.GetPrecondition().GetDetailJson())}})
+	}
 	if l := p.GetDispatchLease(); l != "" {
 		r.DispatchLease, _ = coordinator.ParseLeaseID(l) // a malformed one reads as none: it only informs
 	}

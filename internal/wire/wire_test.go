@@ -44,7 +44,9 @@ func TestValuesSurviveTheHop(t *testing.T) {
 		Effect:       ledger.Effect{Kind: "db.promote", Target: "db-b", Params: json.RawMessage(`{"a":1}`), Policy: "p7"},
 		ParamsDigest: "pd", Approval: &ledger.Approval{Approver: "imani", ParamsDigest: "pd", PreconditionDigest: "wd", Policy: "p7", At: at, Note: "n"},
 		ApprovalDigest: "ad", AuthorizedAt: at.Add(time.Second),
-		Precondition:  ledger.Observation{Digest: "wd", At: at, Detail: json.RawMessage(`{"writer":"db-a"}`)},
+		Precondition: ledger.Observation{Digest: "wd", At: at, Detail: json.RawMessage(`{"writer":"db-a"}`)},
+		Requires: []ledger.Requirement{{Effect: ledger.Effect{Kind: "dns.upsert", Target: "checkout", Params: json.RawMessage(`{"value":"db-b"}`), Policy: "p7"},
+			Precondition: ledger.Observation{Digest: "rd", At: at, Detail: json.RawMessage(`{"value":"db-a"}`)}}},
 		ProposedEpoch: 3, Epoch: 4, Owner: "w1", Attempts: 2, DispatchID: "d-1", DispatchLease: 0x694d7c7e0c1f4a02, DispatchedAt: at.Add(2 * time.Second), Evidence: ev,
 		Answer: &ledger.Answer{DispatchID: "d-1", Epoch: 4, Owner: "w1", To: ledger.Confirmed, Reason: "r", Evidence: ev, At: at},
 		Seq:    5, Revision: 9}

@@ -1890,6 +1890,66 @@ func (x *Effect) GetPolicy() string {
 	return ""
 }
 
+// Requirement is a precondition an effect declares on another adapter's
+// world. effect names the world to observe, as ObservePrecondition takes
+// it (its kind is another adapter's; it is never dispatched, and its
+// policy is not used); precondition is what that world must show — the
+// digest ObservePrecondition of effect answered, and when. At dispatch,
+// after the claim, the gateway observes effect through its adapter: a
+// digest other than precondition's sends nothing (SUPERSEDED), a world
+// that cannot be observed withdraws the claim (a hold).
+type Requirement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Effect        *Effect                `protobuf:"bytes,1,opt,name=effect,proto3" json:"effect,omitempty"`
+	Precondition  *Observation           `protobuf:"bytes,2,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Requirement) Reset() {
+	*x = Requirement{}
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Requirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Requirement) ProtoMessage() {}
+
+func (x *Requirement) ProtoReflect() protoreflect.Message {
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Requirement.ProtoReflect.Descriptor instead.
+func (*Requirement) Descriptor() ([]byte, []int) {
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *Requirement) GetEffect() *Effect {
+	if x != nil {
+		return x.Effect
+	}
+	return nil
+}
+
+func (x *Requirement) GetPrecondition() *Observation {
+	if x != nil {
+		return x.Precondition
+	}
+	return nil
+}
+
 // Observation is the world as seen: a digest of what an effect depends on.
 type Observation struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1903,7 +1963,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +1975,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[32]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +1988,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{32}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Observation) GetDigest() string {
@@ -1965,7 +2025,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2037,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[33]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2050,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{33}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Evidence) GetProviderIds() []string {
@@ -2030,7 +2090,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2102,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[34]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2115,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{34}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Approval) GetApprover() string {
@@ -2133,13 +2193,16 @@ type EffectRecord struct {
 	// dispatch_id; once etcd shows it expired, the owner's retry or
 	// Reconcile settles a record left DISPATCHING. Empty: none.
 	DispatchLease string `protobuf:"bytes,21,opt,name=dispatch_lease,json=dispatchLease,proto3" json:"dispatch_lease,omitempty"`
+	// The preconditions the effect declared on other adapters' worlds
+	// (ProposeRequest.requires), revalidated at every dispatch.
+	Requires      []*Requirement `protobuf:"bytes,22,rep,name=requires,proto3" json:"requires,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EffectRecord) Reset() {
 	*x = EffectRecord{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2214,7 @@ func (x *EffectRecord) String() string {
 func (*EffectRecord) ProtoMessage() {}
 
 func (x *EffectRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[35]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2227,7 @@ func (x *EffectRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectRecord.ProtoReflect.Descriptor instead.
 func (*EffectRecord) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{35}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EffectRecord) GetTenant() string {
@@ -2314,6 +2377,13 @@ func (x *EffectRecord) GetDispatchLease() string {
 	return ""
 }
 
+func (x *EffectRecord) GetRequires() []*Requirement {
+	if x != nil {
+		return x.Requires
+	}
+	return nil
+}
+
 // Answer is a provider's answer to one dispatch, kept on its record
 // because the dispatching grant stopped being current while it was in
 // flight.
@@ -2333,7 +2403,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2415,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[36]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2428,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{36}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Answer) GetDispatchId() string {
@@ -2433,7 +2503,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2515,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[37]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2528,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{37}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Transition) GetSeq() int64 {
@@ -2546,18 +2616,24 @@ func (x *Transition) GetPolicy() string {
 }
 
 type ProposeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Grant         *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
-	Operation     string                 `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
-	Effect        *Effect                `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
-	Precondition  *Observation           `protobuf:"bytes,4,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Grant        *Grant                 `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	Operation    string                 `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	Effect       *Effect                `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	Precondition *Observation           `protobuf:"bytes,4,opt,name=precondition,proto3" json:"precondition,omitempty"`
+	// Preconditions on other adapters' worlds (at most 8), each revalidated
+	// by the gateway at dispatch, after the claim, as precondition is:
+	// "the target of this DNS change is the current writer of that
+	// topology". Fixed at Propose: a retry with other requirements is
+	// operation_conflict.
+	Requires      []*Requirement `protobuf:"bytes,5,rep,name=requires,proto3" json:"requires,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProposeRequest) Reset() {
 	*x = ProposeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2645,7 @@ func (x *ProposeRequest) String() string {
 func (*ProposeRequest) ProtoMessage() {}
 
 func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[38]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2658,7 @@ func (x *ProposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeRequest.ProtoReflect.Descriptor instead.
 func (*ProposeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{38}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProposeRequest) GetGrant() *Grant {
@@ -2613,6 +2689,13 @@ func (x *ProposeRequest) GetPrecondition() *Observation {
 	return nil
 }
 
+func (x *ProposeRequest) GetRequires() []*Requirement {
+	if x != nil {
+		return x.Requires
+	}
+	return nil
+}
+
 type ProposeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Record        *EffectRecord          `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
@@ -2622,7 +2705,7 @@ type ProposeResponse struct {
 
 func (x *ProposeResponse) Reset() {
 	*x = ProposeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2717,7 @@ func (x *ProposeResponse) String() string {
 func (*ProposeResponse) ProtoMessage() {}
 
 func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[39]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2730,7 @@ func (x *ProposeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeResponse.ProtoReflect.Descriptor instead.
 func (*ProposeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{39}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ProposeResponse) GetRecord() *EffectRecord {
@@ -2669,7 +2752,7 @@ type ObservePreconditionRequest struct {
 
 func (x *ObservePreconditionRequest) Reset() {
 	*x = ObservePreconditionRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2764,7 @@ func (x *ObservePreconditionRequest) String() string {
 func (*ObservePreconditionRequest) ProtoMessage() {}
 
 func (x *ObservePreconditionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[40]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2777,7 @@ func (x *ObservePreconditionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObservePreconditionRequest.ProtoReflect.Descriptor instead.
 func (*ObservePreconditionRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{40}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ObservePreconditionRequest) GetGrant() *Grant {
@@ -2720,7 +2803,7 @@ type ObservePreconditionResponse struct {
 
 func (x *ObservePreconditionResponse) Reset() {
 	*x = ObservePreconditionResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2732,7 +2815,7 @@ func (x *ObservePreconditionResponse) String() string {
 func (*ObservePreconditionResponse) ProtoMessage() {}
 
 func (x *ObservePreconditionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[41]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2745,7 +2828,7 @@ func (x *ObservePreconditionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObservePreconditionResponse.ProtoReflect.Descriptor instead.
 func (*ObservePreconditionResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{41}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ObservePreconditionResponse) GetPrecondition() *Observation {
@@ -2765,7 +2848,7 @@ type DispatchRequest struct {
 
 func (x *DispatchRequest) Reset() {
 	*x = DispatchRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2860,7 @@ func (x *DispatchRequest) String() string {
 func (*DispatchRequest) ProtoMessage() {}
 
 func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[42]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2873,7 @@ func (x *DispatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchRequest.ProtoReflect.Descriptor instead.
 func (*DispatchRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{42}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DispatchRequest) GetGrant() *Grant {
@@ -2816,7 +2899,7 @@ type DispatchResponse struct {
 
 func (x *DispatchResponse) Reset() {
 	*x = DispatchResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2911,7 @@ func (x *DispatchResponse) String() string {
 func (*DispatchResponse) ProtoMessage() {}
 
 func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[43]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2924,7 @@ func (x *DispatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DispatchResponse.ProtoReflect.Descriptor instead.
 func (*DispatchResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{43}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *DispatchResponse) GetRecord() *EffectRecord {
@@ -2862,7 +2945,7 @@ type GetRecordRequest struct {
 
 func (x *GetRecordRequest) Reset() {
 	*x = GetRecordRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2874,7 +2957,7 @@ func (x *GetRecordRequest) String() string {
 func (*GetRecordRequest) ProtoMessage() {}
 
 func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[44]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2887,7 +2970,7 @@ func (x *GetRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordRequest.ProtoReflect.Descriptor instead.
 func (*GetRecordRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{44}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetRecordRequest) GetTenant() string {
@@ -2921,7 +3004,7 @@ type GetRecordResponse struct {
 
 func (x *GetRecordResponse) Reset() {
 	*x = GetRecordResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3016,7 @@ func (x *GetRecordResponse) String() string {
 func (*GetRecordResponse) ProtoMessage() {}
 
 func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[45]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3029,7 @@ func (x *GetRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecordResponse.ProtoReflect.Descriptor instead.
 func (*GetRecordResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{45}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetRecordResponse) GetRecord() *EffectRecord {
@@ -2975,7 +3058,7 @@ type ListRecordsRequest struct {
 
 func (x *ListRecordsRequest) Reset() {
 	*x = ListRecordsRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3070,7 @@ func (x *ListRecordsRequest) String() string {
 func (*ListRecordsRequest) ProtoMessage() {}
 
 func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[46]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3083,7 @@ func (x *ListRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsRequest.ProtoReflect.Descriptor instead.
 func (*ListRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{46}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListRecordsRequest) GetTenant() string {
@@ -3033,7 +3116,7 @@ type ListRecordsResponse struct {
 
 func (x *ListRecordsResponse) Reset() {
 	*x = ListRecordsResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3128,7 @@ func (x *ListRecordsResponse) String() string {
 func (*ListRecordsResponse) ProtoMessage() {}
 
 func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[47]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3141,7 @@ func (x *ListRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRecordsResponse.ProtoReflect.Descriptor instead.
 func (*ListRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{47}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListRecordsResponse) GetRecords() []*EffectRecord {
@@ -3077,7 +3160,7 @@ type ReconcileRequest struct {
 
 func (x *ReconcileRequest) Reset() {
 	*x = ReconcileRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3172,7 @@ func (x *ReconcileRequest) String() string {
 func (*ReconcileRequest) ProtoMessage() {}
 
 func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[48]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3185,7 @@ func (x *ReconcileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileRequest.ProtoReflect.Descriptor instead.
 func (*ReconcileRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{48}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReconcileRequest) GetGrant() *Grant {
@@ -3121,7 +3204,7 @@ type ReconcileResponse struct {
 
 func (x *ReconcileResponse) Reset() {
 	*x = ReconcileResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3216,7 @@ func (x *ReconcileResponse) String() string {
 func (*ReconcileResponse) ProtoMessage() {}
 
 func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[49]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3229,7 @@ func (x *ReconcileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconcileResponse.ProtoReflect.Descriptor instead.
 func (*ReconcileResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{49}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReconcileResponse) GetRecords() []*EffectRecord {
@@ -3173,7 +3256,7 @@ type AuthorizeRequest struct {
 
 func (x *AuthorizeRequest) Reset() {
 	*x = AuthorizeRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3268,7 @@ func (x *AuthorizeRequest) String() string {
 func (*AuthorizeRequest) ProtoMessage() {}
 
 func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[50]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3281,7 @@ func (x *AuthorizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{50}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AuthorizeRequest) GetTenant() string {
@@ -3259,7 +3342,7 @@ type AuthorizeResponse struct {
 
 func (x *AuthorizeResponse) Reset() {
 	*x = AuthorizeResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3354,7 @@ func (x *AuthorizeResponse) String() string {
 func (*AuthorizeResponse) ProtoMessage() {}
 
 func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[51]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3367,7 @@ func (x *AuthorizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeResponse.ProtoReflect.Descriptor instead.
 func (*AuthorizeResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{51}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AuthorizeResponse) GetRecord() *EffectRecord {
@@ -3306,7 +3389,7 @@ type RejectRequest struct {
 
 func (x *RejectRequest) Reset() {
 	*x = RejectRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3401,7 @@ func (x *RejectRequest) String() string {
 func (*RejectRequest) ProtoMessage() {}
 
 func (x *RejectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[52]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3414,7 @@ func (x *RejectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectRequest.ProtoReflect.Descriptor instead.
 func (*RejectRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{52}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RejectRequest) GetTenant() string {
@@ -3371,7 +3454,7 @@ type RejectResponse struct {
 
 func (x *RejectResponse) Reset() {
 	*x = RejectResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3466,7 @@ func (x *RejectResponse) String() string {
 func (*RejectResponse) ProtoMessage() {}
 
 func (x *RejectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[53]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3479,7 @@ func (x *RejectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejectResponse.ProtoReflect.Descriptor instead.
 func (*RejectResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{53}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RejectResponse) GetRecord() *EffectRecord {
@@ -3426,7 +3509,7 @@ type ResolveRequest struct {
 
 func (x *ResolveRequest) Reset() {
 	*x = ResolveRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3521,7 @@ func (x *ResolveRequest) String() string {
 func (*ResolveRequest) ProtoMessage() {}
 
 func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[54]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3534,7 @@ func (x *ResolveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveRequest.ProtoReflect.Descriptor instead.
 func (*ResolveRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{54}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ResolveRequest) GetTenant() string {
@@ -3512,7 +3595,7 @@ type ResolveResponse struct {
 
 func (x *ResolveResponse) Reset() {
 	*x = ResolveResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3524,7 +3607,7 @@ func (x *ResolveResponse) String() string {
 func (*ResolveResponse) ProtoMessage() {}
 
 func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[55]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3537,7 +3620,7 @@ func (x *ResolveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveResponse.ProtoReflect.Descriptor instead.
 func (*ResolveResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{55}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ResolveResponse) GetRecord() *EffectRecord {
@@ -3557,7 +3640,7 @@ type RevokeLeaseRequest struct {
 
 func (x *RevokeLeaseRequest) Reset() {
 	*x = RevokeLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3569,7 +3652,7 @@ func (x *RevokeLeaseRequest) String() string {
 func (*RevokeLeaseRequest) ProtoMessage() {}
 
 func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[56]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3582,7 +3665,7 @@ func (x *RevokeLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseRequest.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{56}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RevokeLeaseRequest) GetLease() string {
@@ -3603,7 +3686,7 @@ type RevokeLeaseResponse struct {
 
 func (x *RevokeLeaseResponse) Reset() {
 	*x = RevokeLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +3698,7 @@ func (x *RevokeLeaseResponse) String() string {
 func (*RevokeLeaseResponse) ProtoMessage() {}
 
 func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[57]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +3711,7 @@ func (x *RevokeLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeLeaseResponse.ProtoReflect.Descriptor instead.
 func (*RevokeLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{57}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RevokeLeaseResponse) GetRevoked() *LeaseInfo {
@@ -3658,7 +3741,7 @@ type LeaseInfo struct {
 
 func (x *LeaseInfo) Reset() {
 	*x = LeaseInfo{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3670,7 +3753,7 @@ func (x *LeaseInfo) String() string {
 func (*LeaseInfo) ProtoMessage() {}
 
 func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[58]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3683,7 +3766,7 @@ func (x *LeaseInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseInfo.ProtoReflect.Descriptor instead.
 func (*LeaseInfo) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{58}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *LeaseInfo) GetLease() string {
@@ -3742,7 +3825,7 @@ type LeaseTask struct {
 
 func (x *LeaseTask) Reset() {
 	*x = LeaseTask{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +3837,7 @@ func (x *LeaseTask) String() string {
 func (*LeaseTask) ProtoMessage() {}
 
 func (x *LeaseTask) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[59]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +3850,7 @@ func (x *LeaseTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseTask.ProtoReflect.Descriptor instead.
 func (*LeaseTask) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{59}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *LeaseTask) GetTenant() string {
@@ -3806,7 +3889,7 @@ type ListLeasesRequest struct {
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +3901,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[60]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +3914,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{60}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
 }
 
 type ListLeasesResponse struct {
@@ -3843,7 +3926,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +3938,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[61]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +3951,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{61}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListLeasesResponse) GetLeases() []*LeaseInfo {
@@ -3888,7 +3971,7 @@ type ShowLeaseRequest struct {
 
 func (x *ShowLeaseRequest) Reset() {
 	*x = ShowLeaseRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +3983,7 @@ func (x *ShowLeaseRequest) String() string {
 func (*ShowLeaseRequest) ProtoMessage() {}
 
 func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[62]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +3996,7 @@ func (x *ShowLeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseRequest.ProtoReflect.Descriptor instead.
 func (*ShowLeaseRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{62}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ShowLeaseRequest) GetLease() string {
@@ -3932,7 +4015,7 @@ type ShowLeaseResponse struct {
 
 func (x *ShowLeaseResponse) Reset() {
 	*x = ShowLeaseResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4027,7 @@ func (x *ShowLeaseResponse) String() string {
 func (*ShowLeaseResponse) ProtoMessage() {}
 
 func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[63]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4040,7 @@ func (x *ShowLeaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowLeaseResponse.ProtoReflect.Descriptor instead.
 func (*ShowLeaseResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{63}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ShowLeaseResponse) GetLease() *LeaseInfo {
@@ -3975,7 +4058,7 @@ type ShowRealmRequest struct {
 
 func (x *ShowRealmRequest) Reset() {
 	*x = ShowRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4070,7 @@ func (x *ShowRealmRequest) String() string {
 func (*ShowRealmRequest) ProtoMessage() {}
 
 func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[64]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4083,7 @@ func (x *ShowRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmRequest.ProtoReflect.Descriptor instead.
 func (*ShowRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{64}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
 }
 
 type ShowRealmResponse struct {
@@ -4018,7 +4101,7 @@ type ShowRealmResponse struct {
 
 func (x *ShowRealmResponse) Reset() {
 	*x = ShowRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4113,7 @@ func (x *ShowRealmResponse) String() string {
 func (*ShowRealmResponse) ProtoMessage() {}
 
 func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[65]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4126,7 @@ func (x *ShowRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShowRealmResponse.ProtoReflect.Descriptor instead.
 func (*ShowRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{65}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ShowRealmResponse) GetRealm() string {
@@ -4085,7 +4168,7 @@ type Origin struct {
 
 func (x *Origin) Reset() {
 	*x = Origin{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4180,7 @@ func (x *Origin) String() string {
 func (*Origin) ProtoMessage() {}
 
 func (x *Origin) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[66]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4193,7 @@ func (x *Origin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Origin.ProtoReflect.Descriptor instead.
 func (*Origin) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{66}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Origin) GetRealm() string {
@@ -4156,7 +4239,7 @@ type RotateRealmRequest struct {
 
 func (x *RotateRealmRequest) Reset() {
 	*x = RotateRealmRequest{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4251,7 @@ func (x *RotateRealmRequest) String() string {
 func (*RotateRealmRequest) ProtoMessage() {}
 
 func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[67]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4264,7 @@ func (x *RotateRealmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmRequest.ProtoReflect.Descriptor instead.
 func (*RotateRealmRequest) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{67}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{68}
 }
 
 type RotateRealmResponse struct {
@@ -4193,7 +4276,7 @@ type RotateRealmResponse struct {
 
 func (x *RotateRealmResponse) Reset() {
 	*x = RotateRealmResponse{}
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4288,7 @@ func (x *RotateRealmResponse) String() string {
 func (*RotateRealmResponse) ProtoMessage() {}
 
 func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_leasegate_v1_leasegate_proto_msgTypes[68]
+	mi := &file_leasegate_v1_leasegate_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4301,7 @@ func (x *RotateRealmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateRealmResponse.ProtoReflect.Descriptor instead.
 func (*RotateRealmResponse) Descriptor() ([]byte, []int) {
-	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{68}
+	return file_leasegate_v1_leasegate_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RotateRealmResponse) GetRealm() string {
@@ -4351,7 +4434,10 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1f\n" +
 	"\vparams_json\x18\x03 \x01(\tR\n" +
 	"paramsJson\x12\x16\n" +
-	"\x06policy\x18\x04 \x01(\tR\x06policy\"\x83\x01\n" +
+	"\x06policy\x18\x04 \x01(\tR\x06policy\"z\n" +
+	"\vRequirement\x12,\n" +
+	"\x06effect\x18\x01 \x01(\v2\x14.leasegate.v1.EffectR\x06effect\x12=\n" +
+	"\fprecondition\x18\x02 \x01(\v2\x19.leasegate.v1.ObservationR\fprecondition\"\x83\x01\n" +
 	"\vObservation\x12\x16\n" +
 	"\x06digest\x18\x01 \x01(\tR\x06digest\x12;\n" +
 	"\vobserved_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -4369,7 +4455,7 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x13precondition_digest\x18\x03 \x01(\tR\x12preconditionDigest\x12*\n" +
 	"\x02at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
 	"\x04note\x18\x05 \x01(\tR\x04note\x12\x16\n" +
-	"\x06policy\x18\x06 \x01(\tR\x06policy\"\xa6\x06\n" +
+	"\x06policy\x18\x06 \x01(\tR\x06policy\"\xdd\x06\n" +
 	"\fEffectRecord\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x1c\n" +
@@ -4393,7 +4479,8 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\brevision\x18\x12 \x01(\x03R\brevision\x12?\n" +
 	"\rauthorized_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\fauthorizedAt\x12,\n" +
 	"\x06answer\x18\x14 \x01(\v2\x14.leasegate.v1.AnswerR\x06answer\x12%\n" +
-	"\x0edispatch_lease\x18\x15 \x01(\tR\rdispatchLease\"\xdd\x01\n" +
+	"\x0edispatch_lease\x18\x15 \x01(\tR\rdispatchLease\x125\n" +
+	"\brequires\x18\x16 \x03(\v2\x19.leasegate.v1.RequirementR\brequires\"\xdd\x01\n" +
 	"\x06Answer\x12\x1f\n" +
 	"\vdispatch_id\x18\x01 \x01(\tR\n" +
 	"dispatchId\x12\x14\n" +
@@ -4417,12 +4504,13 @@ const file_leasegate_v1_leasegate_proto_rawDesc = "" +
 	"\x02at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x1a\n" +
 	"\brevision\x18\v \x01(\x03R\brevision\x12\x16\n" +
-	"\x06policy\x18\f \x01(\tR\x06policy\"\xc6\x01\n" +
+	"\x06policy\x18\f \x01(\tR\x06policy\"\xfd\x01\n" +
 	"\x0eProposeRequest\x12)\n" +
 	"\x05grant\x18\x01 \x01(\v2\x13.leasegate.v1.GrantR\x05grant\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\x12,\n" +
 	"\x06effect\x18\x03 \x01(\v2\x14.leasegate.v1.EffectR\x06effect\x12=\n" +
-	"\fprecondition\x18\x04 \x01(\v2\x19.leasegate.v1.ObservationR\fprecondition\"E\n" +
+	"\fprecondition\x18\x04 \x01(\v2\x19.leasegate.v1.ObservationR\fprecondition\x125\n" +
+	"\brequires\x18\x05 \x03(\v2\x19.leasegate.v1.RequirementR\brequires\"E\n" +
 	"\x0fProposeResponse\x122\n" +
 	"\x06record\x18\x01 \x01(\v2\x1a.leasegate.v1.EffectRecordR\x06record\"u\n" +
 	"\x1aObservePreconditionRequest\x12)\n" +
@@ -4572,7 +4660,7 @@ func file_leasegate_v1_leasegate_proto_rawDescGZIP() []byte {
 	return file_leasegate_v1_leasegate_proto_rawDescData
 }
 
-var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_leasegate_v1_leasegate_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*Refusal)(nil),                     // 0: leasegate.v1.Refusal
 	(*Grant)(nil),                       // 1: leasegate.v1.Grant
@@ -4606,54 +4694,55 @@ var file_leasegate_v1_leasegate_proto_goTypes = []any{
 	(*State)(nil),                       // 29: leasegate.v1.State
 	(*GetStateResponse)(nil),            // 30: leasegate.v1.GetStateResponse
 	(*Effect)(nil),                      // 31: leasegate.v1.Effect
-	(*Observation)(nil),                 // 32: leasegate.v1.Observation
-	(*Evidence)(nil),                    // 33: leasegate.v1.Evidence
-	(*Approval)(nil),                    // 34: leasegate.v1.Approval
-	(*EffectRecord)(nil),                // 35: leasegate.v1.EffectRecord
-	(*Answer)(nil),                      // 36: leasegate.v1.Answer
-	(*Transition)(nil),                  // 37: leasegate.v1.Transition
-	(*ProposeRequest)(nil),              // 38: leasegate.v1.ProposeRequest
-	(*ProposeResponse)(nil),             // 39: leasegate.v1.ProposeResponse
-	(*ObservePreconditionRequest)(nil),  // 40: leasegate.v1.ObservePreconditionRequest
-	(*ObservePreconditionResponse)(nil), // 41: leasegate.v1.ObservePreconditionResponse
-	(*DispatchRequest)(nil),             // 42: leasegate.v1.DispatchRequest
-	(*DispatchResponse)(nil),            // 43: leasegate.v1.DispatchResponse
-	(*GetRecordRequest)(nil),            // 44: leasegate.v1.GetRecordRequest
-	(*GetRecordResponse)(nil),           // 45: leasegate.v1.GetRecordResponse
-	(*ListRecordsRequest)(nil),          // 46: leasegate.v1.ListRecordsRequest
-	(*ListRecordsResponse)(nil),         // 47: leasegate.v1.ListRecordsResponse
-	(*ReconcileRequest)(nil),            // 48: leasegate.v1.ReconcileRequest
-	(*ReconcileResponse)(nil),           // 49: leasegate.v1.ReconcileResponse
-	(*AuthorizeRequest)(nil),            // 50: leasegate.v1.AuthorizeRequest
-	(*AuthorizeResponse)(nil),           // 51: leasegate.v1.AuthorizeResponse
-	(*RejectRequest)(nil),               // 52: leasegate.v1.RejectRequest
-	(*RejectResponse)(nil),              // 53: leasegate.v1.RejectResponse
-	(*ResolveRequest)(nil),              // 54: leasegate.v1.ResolveRequest
-	(*ResolveResponse)(nil),             // 55: leasegate.v1.ResolveResponse
-	(*RevokeLeaseRequest)(nil),          // 56: leasegate.v1.RevokeLeaseRequest
-	(*RevokeLeaseResponse)(nil),         // 57: leasegate.v1.RevokeLeaseResponse
-	(*LeaseInfo)(nil),                   // 58: leasegate.v1.LeaseInfo
-	(*LeaseTask)(nil),                   // 59: leasegate.v1.LeaseTask
-	(*ListLeasesRequest)(nil),           // 60: leasegate.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),          // 61: leasegate.v1.ListLeasesResponse
-	(*ShowLeaseRequest)(nil),            // 62: leasegate.v1.ShowLeaseRequest
-	(*ShowLeaseResponse)(nil),           // 63: leasegate.v1.ShowLeaseResponse
-	(*ShowRealmRequest)(nil),            // 64: leasegate.v1.ShowRealmRequest
-	(*ShowRealmResponse)(nil),           // 65: leasegate.v1.ShowRealmResponse
-	(*Origin)(nil),                      // 66: leasegate.v1.Origin
-	(*RotateRealmRequest)(nil),          // 67: leasegate.v1.RotateRealmRequest
-	(*RotateRealmResponse)(nil),         // 68: leasegate.v1.RotateRealmResponse
-	(*durationpb.Duration)(nil),         // 69: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),       // 70: google.protobuf.Timestamp
+	(*Requirement)(nil),                 // 32: leasegate.v1.Requirement
+	(*Observation)(nil),                 // 33: leasegate.v1.Observation
+	(*Evidence)(nil),                    // 34: leasegate.v1.Evidence
+	(*Approval)(nil),                    // 35: leasegate.v1.Approval
+	(*EffectRecord)(nil),                // 36: leasegate.v1.EffectRecord
+	(*Answer)(nil),                      // 37: leasegate.v1.Answer
+	(*Transition)(nil),                  // 38: leasegate.v1.Transition
+	(*ProposeRequest)(nil),              // 39: leasegate.v1.ProposeRequest
+	(*ProposeResponse)(nil),             // 40: leasegate.v1.ProposeResponse
+	(*ObservePreconditionRequest)(nil),  // 41: leasegate.v1.ObservePreconditionRequest
+	(*ObservePreconditionResponse)(nil), // 42: leasegate.v1.ObservePreconditionResponse
+	(*DispatchRequest)(nil),             // 43: leasegate.v1.DispatchRequest
+	(*DispatchResponse)(nil),            // 44: leasegate.v1.DispatchResponse
+	(*GetRecordRequest)(nil),            // 45: leasegate.v1.GetRecordRequest
+	(*GetRecordResponse)(nil),           // 46: leasegate.v1.GetRecordResponse
+	(*ListRecordsRequest)(nil),          // 47: leasegate.v1.ListRecordsRequest
+	(*ListRecordsResponse)(nil),         // 48: leasegate.v1.ListRecordsResponse
+	(*ReconcileRequest)(nil),            // 49: leasegate.v1.ReconcileRequest
+	(*ReconcileResponse)(nil),           // 50: leasegate.v1.ReconcileResponse
+	(*AuthorizeRequest)(nil),            // 51: leasegate.v1.AuthorizeRequest
+	(*AuthorizeResponse)(nil),           // 52: leasegate.v1.AuthorizeResponse
+	(*RejectRequest)(nil),               // 53: leasegate.v1.RejectRequest
+	(*RejectResponse)(nil),              // 54: leasegate.v1.RejectResponse
+	(*ResolveRequest)(nil),              // 55: leasegate.v1.ResolveRequest
+	(*ResolveResponse)(nil),             // 56: leasegate.v1.ResolveResponse
+	(*RevokeLeaseRequest)(nil),          // 57: leasegate.v1.RevokeLeaseRequest
+	(*RevokeLeaseResponse)(nil),         // 58: leasegate.v1.RevokeLeaseResponse
+	(*LeaseInfo)(nil),                   // 59: leasegate.v1.LeaseInfo
+	(*LeaseTask)(nil),                   // 60: leasegate.v1.LeaseTask
+	(*ListLeasesRequest)(nil),           // 61: leasegate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),          // 62: leasegate.v1.ListLeasesResponse
+	(*ShowLeaseRequest)(nil),            // 63: leasegate.v1.ShowLeaseRequest
+	(*ShowLeaseResponse)(nil),           // 64: leasegate.v1.ShowLeaseResponse
+	(*ShowRealmRequest)(nil),            // 65: leasegate.v1.ShowRealmRequest
+	(*ShowRealmResponse)(nil),           // 66: leasegate.v1.ShowRealmResponse
+	(*Origin)(nil),                      // 67: leasegate.v1.Origin
+	(*RotateRealmRequest)(nil),          // 68: leasegate.v1.RotateRealmRequest
+	(*RotateRealmResponse)(nil),         // 69: leasegate.v1.RotateRealmResponse
+	(*durationpb.Duration)(nil),         // 70: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),       // 71: google.protobuf.Timestamp
 }
 var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	18, // 0: leasegate.v1.Refusal.holder:type_name -> leasegate.v1.Ownership
-	69, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
-	69, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
-	69, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
-	70, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
-	69, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
-	69, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
+	70, // 1: leasegate.v1.Session.ttl:type_name -> google.protobuf.Duration
+	70, // 2: leasegate.v1.Renewal.ttl:type_name -> google.protobuf.Duration
+	70, // 3: leasegate.v1.Renewal.margin:type_name -> google.protobuf.Duration
+	71, // 4: leasegate.v1.Renewal.deadline:type_name -> google.protobuf.Timestamp
+	70, // 5: leasegate.v1.Renewal.stop_within:type_name -> google.protobuf.Duration
+	70, // 6: leasegate.v1.OpenSessionRequest.ttl:type_name -> google.protobuf.Duration
 	2,  // 7: leasegate.v1.OpenSessionResponse.session:type_name -> leasegate.v1.Session
 	3,  // 8: leasegate.v1.OpenSessionResponse.renewal:type_name -> leasegate.v1.Renewal
 	3,  // 9: leasegate.v1.RenewSessionResponse.renewal:type_name -> leasegate.v1.Renewal
@@ -4667,122 +4756,126 @@ var file_leasegate_v1_leasegate_proto_depIdxs = []int32{
 	1,  // 17: leasegate.v1.CommitRequest.grant:type_name -> leasegate.v1.Grant
 	26, // 18: leasegate.v1.CommitResponse.receipt:type_name -> leasegate.v1.Receipt
 	29, // 19: leasegate.v1.GetStateResponse.state:type_name -> leasegate.v1.State
-	70, // 20: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
-	70, // 21: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
-	70, // 22: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
-	31, // 23: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
-	34, // 24: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
-	32, // 25: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
-	70, // 26: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
-	33, // 27: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
-	70, // 28: leasegate.v1.EffectRecord.authorized_at:type_name -> google.protobuf.Timestamp
-	36, // 29: leasegate.v1.EffectRecord.answer:type_name -> leasegate.v1.Answer
-	33, // 30: leasegate.v1.Answer.evidence:type_name -> leasegate.v1.Evidence
-	70, // 31: leasegate.v1.Answer.at:type_name -> google.protobuf.Timestamp
-	33, // 32: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
-	70, // 33: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
-	1,  // 34: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
-	31, // 35: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
-	32, // 36: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
-	35, // 37: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
-	1,  // 38: leasegate.v1.ObservePreconditionRequest.grant:type_name -> leasegate.v1.Grant
-	31, // 39: leasegate.v1.ObservePreconditionRequest.effect:type_name -> leasegate.v1.Effect
-	32, // 40: leasegate.v1.ObservePreconditionResponse.precondition:type_name -> leasegate.v1.Observation
-	1,  // 41: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 42: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 43: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
-	37, // 44: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
-	35, // 45: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
-	1,  // 46: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 47: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
-	35, // 48: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
-	35, // 49: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
-	33, // 50: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
-	1,  // 51: leasegate.v1.ResolveRequest.grant:type_name -> leasegate.v1.Grant
-	35, // 52: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
-	58, // 53: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
-	59, // 54: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
-	58, // 55: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
-	58, // 56: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
-	66, // 57: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
-	70, // 58: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
-	4,  // 59: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
-	6,  // 60: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
-	8,  // 61: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
-	10, // 62: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
-	12, // 63: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
-	14, // 64: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
-	16, // 65: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
-	19, // 66: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	21, // 67: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	23, // 68: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	25, // 69: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
-	28, // 70: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
-	38, // 71: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
-	40, // 72: leasegate.v1.WorkerService.ObservePrecondition:input_type -> leasegate.v1.ObservePreconditionRequest
-	42, // 73: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
-	44, // 74: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	46, // 75: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	48, // 76: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
-	44, // 77: leasegate.v1.ApproverService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	46, // 78: leasegate.v1.ApproverService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	21, // 79: leasegate.v1.ApproverService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	19, // 80: leasegate.v1.ApproverService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	23, // 81: leasegate.v1.ApproverService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	50, // 82: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
-	52, // 83: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
-	44, // 84: leasegate.v1.OperatorService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
-	46, // 85: leasegate.v1.OperatorService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
-	21, // 86: leasegate.v1.OperatorService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
-	19, // 87: leasegate.v1.OperatorService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
-	23, // 88: leasegate.v1.OperatorService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
-	54, // 89: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
-	56, // 90: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
-	60, // 91: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
-	62, // 92: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
-	64, // 93: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
-	67, // 94: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
-	5,  // 95: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
-	7,  // 96: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
-	9,  // 97: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
-	11, // 98: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
-	13, // 99: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
-	15, // 100: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
-	17, // 101: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
-	20, // 102: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	22, // 103: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	24, // 104: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	27, // 105: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
-	30, // 106: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
-	39, // 107: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
-	41, // 108: leasegate.v1.WorkerService.ObservePrecondition:output_type -> leasegate.v1.ObservePreconditionResponse
-	43, // 109: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
-	45, // 110: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 111: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	49, // 112: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
-	45, // 113: leasegate.v1.ApproverService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 114: leasegate.v1.ApproverService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	22, // 115: leasegate.v1.ApproverService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	20, // 116: leasegate.v1.ApproverService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	24, // 117: leasegate.v1.ApproverService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	51, // 118: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
-	53, // 119: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
-	45, // 120: leasegate.v1.OperatorService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
-	47, // 121: leasegate.v1.OperatorService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
-	22, // 122: leasegate.v1.OperatorService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
-	20, // 123: leasegate.v1.OperatorService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
-	24, // 124: leasegate.v1.OperatorService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
-	55, // 125: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
-	57, // 126: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
-	61, // 127: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
-	63, // 128: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
-	65, // 129: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
-	68, // 130: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
-	95, // [95:131] is the sub-list for method output_type
-	59, // [59:95] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	31, // 20: leasegate.v1.Requirement.effect:type_name -> leasegate.v1.Effect
+	33, // 21: leasegate.v1.Requirement.precondition:type_name -> leasegate.v1.Observation
+	71, // 22: leasegate.v1.Observation.observed_at:type_name -> google.protobuf.Timestamp
+	71, // 23: leasegate.v1.Evidence.at:type_name -> google.protobuf.Timestamp
+	71, // 24: leasegate.v1.Approval.at:type_name -> google.protobuf.Timestamp
+	31, // 25: leasegate.v1.EffectRecord.effect:type_name -> leasegate.v1.Effect
+	35, // 26: leasegate.v1.EffectRecord.approval:type_name -> leasegate.v1.Approval
+	33, // 27: leasegate.v1.EffectRecord.precondition:type_name -> leasegate.v1.Observation
+	71, // 28: leasegate.v1.EffectRecord.dispatched_at:type_name -> google.protobuf.Timestamp
+	34, // 29: leasegate.v1.EffectRecord.evidence:type_name -> leasegate.v1.Evidence
+	71, // 30: leasegate.v1.EffectRecord.authorized_at:type_name -> google.protobuf.Timestamp
+	37, // 31: leasegate.v1.EffectRecord.answer:type_name -> leasegate.v1.Answer
+	32, // 32: leasegate.v1.EffectRecord.requires:type_name -> leasegate.v1.Requirement
+	34, // 33: leasegate.v1.Answer.evidence:type_name -> leasegate.v1.Evidence
+	71, // 34: leasegate.v1.Answer.at:type_name -> google.protobuf.Timestamp
+	34, // 35: leasegate.v1.Transition.evidence:type_name -> leasegate.v1.Evidence
+	71, // 36: leasegate.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	1,  // 37: leasegate.v1.ProposeRequest.grant:type_name -> leasegate.v1.Grant
+	31, // 38: leasegate.v1.ProposeRequest.effect:type_name -> leasegate.v1.Effect
+	33, // 39: leasegate.v1.ProposeRequest.precondition:type_name -> leasegate.v1.Observation
+	32, // 40: leasegate.v1.ProposeRequest.requires:type_name -> leasegate.v1.Requirement
+	36, // 41: leasegate.v1.ProposeResponse.record:type_name -> leasegate.v1.EffectRecord
+	1,  // 42: leasegate.v1.ObservePreconditionRequest.grant:type_name -> leasegate.v1.Grant
+	31, // 43: leasegate.v1.ObservePreconditionRequest.effect:type_name -> leasegate.v1.Effect
+	33, // 44: leasegate.v1.ObservePreconditionResponse.precondition:type_name -> leasegate.v1.Observation
+	1,  // 45: leasegate.v1.DispatchRequest.grant:type_name -> leasegate.v1.Grant
+	36, // 46: leasegate.v1.DispatchResponse.record:type_name -> leasegate.v1.EffectRecord
+	36, // 47: leasegate.v1.GetRecordResponse.record:type_name -> leasegate.v1.EffectRecord
+	38, // 48: leasegate.v1.GetRecordResponse.journal:type_name -> leasegate.v1.Transition
+	36, // 49: leasegate.v1.ListRecordsResponse.records:type_name -> leasegate.v1.EffectRecord
+	1,  // 50: leasegate.v1.ReconcileRequest.grant:type_name -> leasegate.v1.Grant
+	36, // 51: leasegate.v1.ReconcileResponse.records:type_name -> leasegate.v1.EffectRecord
+	36, // 52: leasegate.v1.AuthorizeResponse.record:type_name -> leasegate.v1.EffectRecord
+	36, // 53: leasegate.v1.RejectResponse.record:type_name -> leasegate.v1.EffectRecord
+	34, // 54: leasegate.v1.ResolveRequest.evidence:type_name -> leasegate.v1.Evidence
+	1,  // 55: leasegate.v1.ResolveRequest.grant:type_name -> leasegate.v1.Grant
+	36, // 56: leasegate.v1.ResolveResponse.record:type_name -> leasegate.v1.EffectRecord
+	59, // 57: leasegate.v1.RevokeLeaseResponse.revoked:type_name -> leasegate.v1.LeaseInfo
+	60, // 58: leasegate.v1.LeaseInfo.tasks:type_name -> leasegate.v1.LeaseTask
+	59, // 59: leasegate.v1.ListLeasesResponse.leases:type_name -> leasegate.v1.LeaseInfo
+	59, // 60: leasegate.v1.ShowLeaseResponse.lease:type_name -> leasegate.v1.LeaseInfo
+	67, // 61: leasegate.v1.ShowRealmResponse.origin:type_name -> leasegate.v1.Origin
+	71, // 62: leasegate.v1.Origin.at:type_name -> google.protobuf.Timestamp
+	4,  // 63: leasegate.v1.WorkerService.OpenSession:input_type -> leasegate.v1.OpenSessionRequest
+	6,  // 64: leasegate.v1.WorkerService.RenewSession:input_type -> leasegate.v1.RenewSessionRequest
+	8,  // 65: leasegate.v1.WorkerService.KeepAlive:input_type -> leasegate.v1.KeepAliveRequest
+	10, // 66: leasegate.v1.WorkerService.CloseSession:input_type -> leasegate.v1.CloseSessionRequest
+	12, // 67: leasegate.v1.WorkerService.Claim:input_type -> leasegate.v1.ClaimRequest
+	14, // 68: leasegate.v1.WorkerService.Release:input_type -> leasegate.v1.ReleaseRequest
+	16, // 69: leasegate.v1.WorkerService.RenewGrant:input_type -> leasegate.v1.RenewGrantRequest
+	19, // 70: leasegate.v1.WorkerService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	21, // 71: leasegate.v1.WorkerService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	23, // 72: leasegate.v1.WorkerService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	25, // 73: leasegate.v1.WorkerService.Commit:input_type -> leasegate.v1.CommitRequest
+	28, // 74: leasegate.v1.WorkerService.GetState:input_type -> leasegate.v1.GetStateRequest
+	39, // 75: leasegate.v1.WorkerService.Propose:input_type -> leasegate.v1.ProposeRequest
+	41, // 76: leasegate.v1.WorkerService.ObservePrecondition:input_type -> leasegate.v1.ObservePreconditionRequest
+	43, // 77: leasegate.v1.WorkerService.Dispatch:input_type -> leasegate.v1.DispatchRequest
+	45, // 78: leasegate.v1.WorkerService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	47, // 79: leasegate.v1.WorkerService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	49, // 80: leasegate.v1.WorkerService.Reconcile:input_type -> leasegate.v1.ReconcileRequest
+	45, // 81: leasegate.v1.ApproverService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	47, // 82: leasegate.v1.ApproverService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	21, // 83: leasegate.v1.ApproverService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	19, // 84: leasegate.v1.ApproverService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	23, // 85: leasegate.v1.ApproverService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	51, // 86: leasegate.v1.ApproverService.Authorize:input_type -> leasegate.v1.AuthorizeRequest
+	53, // 87: leasegate.v1.ApproverService.Reject:input_type -> leasegate.v1.RejectRequest
+	45, // 88: leasegate.v1.OperatorService.GetRecord:input_type -> leasegate.v1.GetRecordRequest
+	47, // 89: leasegate.v1.OperatorService.ListRecords:input_type -> leasegate.v1.ListRecordsRequest
+	21, // 90: leasegate.v1.OperatorService.ListTasks:input_type -> leasegate.v1.ListTasksRequest
+	19, // 91: leasegate.v1.OperatorService.GetOwnership:input_type -> leasegate.v1.GetOwnershipRequest
+	23, // 92: leasegate.v1.OperatorService.WatchOwnership:input_type -> leasegate.v1.WatchOwnershipRequest
+	55, // 93: leasegate.v1.OperatorService.Resolve:input_type -> leasegate.v1.ResolveRequest
+	57, // 94: leasegate.v1.OperatorService.RevokeLease:input_type -> leasegate.v1.RevokeLeaseRequest
+	61, // 95: leasegate.v1.OperatorService.ListLeases:input_type -> leasegate.v1.ListLeasesRequest
+	63, // 96: leasegate.v1.OperatorService.ShowLease:input_type -> leasegate.v1.ShowLeaseRequest
+	65, // 97: leasegate.v1.OperatorService.ShowRealm:input_type -> leasegate.v1.ShowRealmRequest
+	68, // 98: leasegate.v1.OperatorService.RotateRealm:input_type -> leasegate.v1.RotateRealmRequest
+	5,  // 99: leasegate.v1.WorkerService.OpenSession:output_type -> leasegate.v1.OpenSessionResponse
+	7,  // 100: leasegate.v1.WorkerService.RenewSession:output_type -> leasegate.v1.RenewSessionResponse
+	9,  // 101: leasegate.v1.WorkerService.KeepAlive:output_type -> leasegate.v1.KeepAliveResponse
+	11, // 102: leasegate.v1.WorkerService.CloseSession:output_type -> leasegate.v1.CloseSessionResponse
+	13, // 103: leasegate.v1.WorkerService.Claim:output_type -> leasegate.v1.ClaimResponse
+	15, // 104: leasegate.v1.WorkerService.Release:output_type -> leasegate.v1.ReleaseResponse
+	17, // 105: leasegate.v1.WorkerService.RenewGrant:output_type -> leasegate.v1.RenewGrantResponse
+	20, // 106: leasegate.v1.WorkerService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	22, // 107: leasegate.v1.WorkerService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	24, // 108: leasegate.v1.WorkerService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	27, // 109: leasegate.v1.WorkerService.Commit:output_type -> leasegate.v1.CommitResponse
+	30, // 110: leasegate.v1.WorkerService.GetState:output_type -> leasegate.v1.GetStateResponse
+	40, // 111: leasegate.v1.WorkerService.Propose:output_type -> leasegate.v1.ProposeResponse
+	42, // 112: leasegate.v1.WorkerService.ObservePrecondition:output_type -> leasegate.v1.ObservePreconditionResponse
+	44, // 113: leasegate.v1.WorkerService.Dispatch:output_type -> leasegate.v1.DispatchResponse
+	46, // 114: leasegate.v1.WorkerService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	48, // 115: leasegate.v1.WorkerService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	50, // 116: leasegate.v1.WorkerService.Reconcile:output_type -> leasegate.v1.ReconcileResponse
+	46, // 117: leasegate.v1.ApproverService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	48, // 118: leasegate.v1.ApproverService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	22, // 119: leasegate.v1.ApproverService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	20, // 120: leasegate.v1.ApproverService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	24, // 121: leasegate.v1.ApproverService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	52, // 122: leasegate.v1.ApproverService.Authorize:output_type -> leasegate.v1.AuthorizeResponse
+	54, // 123: leasegate.v1.ApproverService.Reject:output_type -> leasegate.v1.RejectResponse
+	46, // 124: leasegate.v1.OperatorService.GetRecord:output_type -> leasegate.v1.GetRecordResponse
+	48, // 125: leasegate.v1.OperatorService.ListRecords:output_type -> leasegate.v1.ListRecordsResponse
+	22, // 126: leasegate.v1.OperatorService.ListTasks:output_type -> leasegate.v1.ListTasksResponse
+	20, // 127: leasegate.v1.OperatorService.GetOwnership:output_type -> leasegate.v1.GetOwnershipResponse
+	24, // 128: leasegate.v1.OperatorService.WatchOwnership:output_type -> leasegate.v1.WatchOwnershipResponse
+	56, // 129: leasegate.v1.OperatorService.Resolve:output_type -> leasegate.v1.ResolveResponse
+	58, // 130: leasegate.v1.OperatorService.RevokeLease:output_type -> leasegate.v1.RevokeLeaseResponse
+	62, // 131: leasegate.v1.OperatorService.ListLeases:output_type -> leasegate.v1.ListLeasesResponse
+	64, // 132: leasegate.v1.OperatorService.ShowLease:output_type -> leasegate.v1.ShowLeaseResponse
+	66, // 133: leasegate.v1.OperatorService.ShowRealm:output_type -> leasegate.v1.ShowRealmResponse
+	69, // 134: leasegate.v1.OperatorService.RotateRealm:output_type -> leasegate.v1.RotateRealmResponse
+	99, // [99:135] is the sub-list for method output_type
+	63, // [63:99] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_leasegate_v1_leasegate_proto_init() }
@@ -4796,7 +4889,7 @@ func file_leasegate_v1_leasegate_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leasegate_v1_leasegate_proto_rawDesc), len(file_leasegate_v1_leasegate_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   69,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
