@@ -6,9 +6,9 @@ import (
 	"time"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/store"
-	"github.com/leasegate/leasegate/internal/wire"
 )
 
 // Session is a lease the gateway granted this client's identity. The

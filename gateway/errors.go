@@ -8,9 +8,9 @@ import (
 	"connectrpc.com/connect"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/store"
-	"github.com/leasegate/leasegate/internal/wire"
 )
 
 // CodeOf is the code a call ends with for disposition d, from the

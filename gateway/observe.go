@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/store"
-	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
 

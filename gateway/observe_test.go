@@ -12,10 +12,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/gateway/devprovider"
-	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/lgtest"
 )

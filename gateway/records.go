@@ -4,7 +4,7 @@ import (
 	"context"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
-	"github.com/leasegate/leasegate/internal/wire"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
 

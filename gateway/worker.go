@@ -11,10 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	leasegatev1 "github.com/leasegate/leasegate/api/leasegate/v1"
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/fencedtxn"
 	"github.com/leasegate/leasegate/internal/store"
-	"github.com/leasegate/leasegate/internal/wire"
 )
 
 // WatchSynced is the type of the marker WatchOwnership sends first when

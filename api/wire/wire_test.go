@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasegate/leasegate/api/wire"
 	"github.com/leasegate/leasegate/coordinator"
-	"github.com/leasegate/leasegate/internal/wire"
 	"github.com/leasegate/leasegate/ledger"
 )
 
