@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,8 +61,11 @@ written to DIR (with a PKCS#12 file per identity, for a browser), the simulated
 providers as adapters; it prints the address, a curl line, and the web console's
 URL with how to load a certificate into a browser. The console (docs/console.md)
 is served at /console/ on the same port, to the same certificates. SIGINT or SIGTERM stops taking calls and lets those under way
-finish (a dispatch in flight is recorded). It logs at info on stderr unless
---log-level is given.`,
+finish (a dispatch in flight is recorded). SIGHUP rereads the policy file
+(policy_file; it is also reread every second) and stops nothing. Each
+identity holds at most 100 open sessions, 1000 tasks and 32 watch streams
+unless the configuration's limits say otherwise. It logs at info on stderr
+unless --log-level is given.`,
 			"leasegate serve --dev /tmp/lg --listen 127.0.0.1:7443",
 			"leasegate serve --config /etc/leasegate/gateway.json",
 			"leasegate serve --config /etc/leasegate/gateway.json --check   # before a rollout"),
@@ -105,6 +110,43 @@ type servePlan struct {
 	etcdTLS      *tls.Config
 	etcdPassword string
 	policy       *gateway.Policy // policy_file's; nil: none
+}
+
+// reloadOnHUP makes SIGHUP reread the policy file rather than stop serve,
+// until ctx ends or the returned func is called. The process's catch of
+// SIGHUP as a stop (cli/leasegate/main.go's, for every command) is dropped
+// first: signal.Reset clears it for the whole process, which runs this one
+// command.
+func reloadOnHUP(ctx context.Context, plan servePlan, lg *zap.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Reset(syscall.SIGHUP)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-hup:
+			}
+			if plan.policy == nil {
+				lg.Info("SIGHUP: no policy_file to reload; serving on")
+				continue
+			}
+			changed, err := plan.policy.Reload()
+			if err != nil {
+				lg.Error("policy file not reloaded on SIGHUP; the current policy stays", zap.String("policy", plan.policy.Current()), zap.Error(err))
+				continue
+			}
+			lg.Info("policy reloaded on SIGHUP", zap.String("policy", plan.policy.Current()), zap.Bool("changed", changed), zap.String("file", plan.cfg.PolicyFile))
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
 
 func runServe(c *cli.Context) error {
@@ -172,6 +214,8 @@ func runServe(c *cli.Context) error {
 		go plan.policy.Watch(c.Context, gateway.PolicyReloadInterval) // ends with the command's context
 		lg.Info("policy", zap.String("policy", plan.policy.Current()), zap.String("file", plan.cfg.PolicyFile))
 	}
+	stopHUP := reloadOnHUP(c.Context, plan, lg)
+	defer stopHUP()
 	con, err := console.New(srv, console.WithLogger(glg), console.WithActionKey(console.ActionKey(plan.key)))
 	if err != nil {
 		return err

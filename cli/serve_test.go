@@ -1,13 +1,16 @@
 package cli_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -378,4 +381,134 @@ func TestServeCheck(t *testing.T) {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	want(t, execApp(t, call{}, "-o", "json", "serve", "--dev", dir, "--check"), 2, coordinator.InvalidInput)
+}
+
+// A real `leasegate serve --config` process rereads its policy file on
+// SIGHUP and goes on serving: the new policy is logged as reloaded on
+// SIGHUP, a worker's call is served after it, and SIGTERM then stops it
+// with exit 0. (Every other command stops on SIGHUP.)
+func TestServeReloadsThePolicyOnSIGHUP(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	certs, err := gateway.WriteDevCerts(dir, "test.example", "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "session.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("k", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "policy.json")
+	writePolicy := func(version string) {
+		if err := os.WriteFile(policy, []byte(`{"version":"`+version+`","rules":{"traffic":"follows the writer"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writePolicy("v1")
+	cfg, _ := json.Marshal(gateway.Config{
+		Listen:         "127.0.0.1:0",
+		TLS:            gateway.TLSFiles{Cert: certs.ServerCert, Key: certs.ServerKey, ClientCA: certs.CA},
+		Etcd:           gateway.EtcdConfig{Endpoints: e.endpoints, Prefix: e.prefix},
+		SessionKeyFile: key,
+		Identities:     []gateway.Identity{{ID: certs.IDs["w1"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{"acme"}}},
+		Adapters:       []gateway.AdapterConfig{{Kind: "dns.upsert", Type: "dev-dns"}},
+		PolicyFile:     policy,
+	})
+	path := filepath.Join(dir, "gateway.json")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-o", "json", "serve", "--config", path)
+	cmd.Env = []string{asBinary + "=1"}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		for range lines { //nolint:revive // drain until the process is gone
+		}
+	})
+	waitLine := func(want ...string) string {
+		t.Helper()
+		timeout := time.After(lgtest.Timeout)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("serve ended before logging %q", want)
+				}
+				all := true
+				for _, w := range want {
+					all = all && strings.Contains(l, w)
+				}
+				if all {
+					return l
+				}
+			case <-timeout:
+				t.Fatalf("serve logged no line with %q", want)
+			}
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed %q: %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	var out struct{ Address string }
+	if err := json.Unmarshal([]byte(line), &out); err != nil || out.Address == "" {
+		t.Fatalf("serve printed %q: %v", line, err)
+	}
+	waitLine("gateway serving")
+
+	writePolicy("v2")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLine("policy reloaded on SIGHUP", "v2@")
+
+	tlsCfg, err := client.TLSConfig(certs.CA, certs.Clients["w1"].Cert, certs.Clients["w1"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := client.New(out.Address, tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	ctx := lgtest.Ctx(t)
+	s, err := gw.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("OpenSession after SIGHUP: %v", err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range lines { //nolint:revive // drain until the process is gone
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("serve after SIGTERM: %v", err)
+	}
 }
