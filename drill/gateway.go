@@ -53,6 +53,7 @@ var hopCallers = []string{"worker-a", "worker-b", commander, callerTraffic}
 
 // hop is the run's gateway listener and its callers' connections.
 type hop struct {
+	addr   string // 127.0.0.1:port
 	base   string // https://127.0.0.1:port
 	srv    *http.Server
 	served chan error
@@ -78,6 +79,13 @@ func startHop(lg *zap.Logger) (*hop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill: %w", err)
 	}
+	return listenHop(lg, certs, hopCallers, "fenced workers reach their gateway over loopback TLS")
+}
+
+// listenHop listens on a loopback port with the server certificate of
+// certs and serves the trials' gateways there until close, callers (of
+// certs) its clients; what says so in the log.
+func listenHop(lg *zap.Logger, certs gw.DevCerts, callers []string, what string) (*hop, error) {
 	stls, err := gw.TLSConfig(certs.ServerCert, certs.ServerKey, certs.CA)
 	if err != nil {
 		return nil, fmt.Errorf("drill: %w", err)
@@ -87,7 +95,7 @@ func startHop(lg *zap.Logger) (*hop, error) {
 	if _, err := rand.Read(h.key); err != nil {
 		return nil, fmt.Errorf("drill: session key: %w", err)
 	}
-	for _, name := range hopCallers {
+	for _, name := range callers {
 		f := certs.Clients[name]
 		ctls, err := client.TLSConfig(certs.CA, f.Cert, f.Key)
 		if err != nil {
@@ -100,11 +108,12 @@ func startHop(lg *zap.Logger) (*hop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill: gateway listener: %w", err)
 	}
-	h.base = "https://" + ln.Addr().String()
+	h.addr = ln.Addr().String()
+	h.base = "https://" + h.addr
 	h.srv = &http.Server{Handler: http.HandlerFunc(h.route), TLSConfig: stls, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: zap.NewStdLog(lg.Named("gateway-hop"))}
 	go func() { h.served <- h.srv.ServeTLS(ln, "", "") }()
-	lg.Info("fenced workers reach their gateway over loopback TLS", zap.String("listen", ln.Addr().String()))
+	lg.Info(what, zap.String("listen", h.addr))
 	return h, nil
 }
 
@@ -141,6 +150,37 @@ func (h *hop) route(w http.ResponseWriter, r *http.Request) {
 	next.ServeHTTP(w, r2)
 }
 
+// serveTrial puts a trial's handler on the listener under a key of its
+// own, named after name: its path is /t/<key>/. unserveTrial takes it off.
+func (h *hop) serveTrial(name string, next http.Handler) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	key := fmt.Sprintf("%s-%d", name, h.n)
+	h.trials[key] = next
+	return key
+}
+
+func (h *hop) unserveTrial(key string) {
+	h.mu.Lock()
+	delete(h.trials, key)
+	h.mu.Unlock()
+}
+
+// peer is the caller name of a request's client certificate ("" if none
+// of the run's).
+func (h *hop) peer(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return ""
+	}
+	for _, u := range r.TLS.PeerCertificates[0].URIs {
+		if n, ok := h.names[u.String()]; ok {
+			return n
+		}
+	}
+	return ""
+}
+
 // trialGateway is one fenced trial's gateway: a gateway.Server with the
 // trial's adapters and clock, and its callers' clients.
 type trialGateway struct {
@@ -173,11 +213,8 @@ func (h *hop) startGateway(w *world) (*trialGateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill: gateway: %w", err)
 	}
-	h.mu.Lock()
-	h.n++
-	tg := &trialGateway{h: h, key: fmt.Sprintf("%s-%d-%d", w.design, w.trial, h.n), clients: map[string]*client.Client{}}
-	h.trials[tg.key] = handOver(w, srv.Handler())
-	h.mu.Unlock()
+	tg := &trialGateway{h: h, key: h.serveTrial(fmt.Sprintf("%s-%d", w.design, w.trial), handOver(w, srv.Handler())),
+		clients: map[string]*client.Client{}}
 	for _, name := range hopCallers {
 		c, err := client.NewWithHTTPClient(h.base+"/t/"+tg.key, h.http[name])
 		if err != nil {
@@ -190,11 +227,7 @@ func (h *hop) startGateway(w *world) (*trialGateway, error) {
 }
 
 // stop takes the trial's gateway off the listener.
-func (tg *trialGateway) stop() {
-	tg.h.mu.Lock()
-	delete(tg.h.trials, tg.key)
-	tg.h.mu.Unlock()
-}
+func (tg *trialGateway) stop() { tg.h.unserveTrial(tg.key) }
 
 // callHeader carries the id of a worker's call (atGateway) to the trial's
 // gateway.

@@ -34,7 +34,7 @@ import (
 
 // commander runs until ctx ends.
 func (pt *procTrial) commander(ctx context.Context) {
-	c, err := client.NewWithHTTPClient(pt.pr.base+"/t/"+pt.key, pt.pr.cmd)
+	c, err := client.NewWithHTTPClient(pt.pr.hop.base+"/t/"+pt.key, pt.pr.hop.http[commander])
 	if err != nil {
 		pt.mu.Lock()
 		pt.fail(fmt.Errorf("the commander's client: %w", err))

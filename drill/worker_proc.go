@@ -3,11 +3,9 @@ package drill
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,30 +16,23 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/leasegate/leasegate/client"
+	"github.com/leasegate/leasegate/embedtest"
 	gw "github.com/leasegate/leasegate/gateway"
 	"github.com/leasegate/leasegate/ledger"
 )
 
 // procRun is a worker drill's run: the certificates (kept on disk for the
-// worker processes until the run ends), one TLS listener on loopback in
-// front of each trial's gateway (by the path prefix /t/<trial>/), and
-// the session key every trial's gateway signs with.
+// worker processes until the run ends) and the run's gateway listener on
+// loopback (the hop of gateway.go: one TLS listener in front of each
+// trial's gateway, by the path prefix /t/<trial>/, the session key every
+// trial's gateway signs with, the commander's connections).
 type procRun struct {
-	r      *runner
-	lg     *zap.Logger
-	argv   []string
-	dir    string
-	certs  gw.DevCerts
-	key    []byte
-	base   string
-	srv    *http.Server
-	served chan error
-	names  map[string]string // certificate identity → name
-	cmd    *http.Client      // the commander's connections
-	mu     sync.Mutex
-	trials map[string]*procTrial
-	n      int
+	r     *runner
+	lg    *zap.Logger
+	argv  []string
+	dir   string
+	certs gw.DevCerts
+	hop   *hop
 }
 
 // procCallers are the certificates a worker drill makes: one per instance
@@ -59,52 +50,21 @@ func startProcRun(r *runner, argv []string, lg *zap.Logger) (*procRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drill: the workers' certificates: %w", err)
 	}
-	pr := &procRun{r: r, lg: lg, argv: argv, dir: dir, names: map[string]string{}, trials: map[string]*procTrial{},
-		served: make(chan error, 1), key: make([]byte, gw.MinSessionKeyBytes)}
-	fail := func(err error) (*procRun, error) {
+	pr := &procRun{r: r, lg: lg, argv: argv, dir: dir}
+	if pr.certs, err = gw.WriteDevCerts(dir, hopTrustDomain, procCallers()...); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("drill: %w", err)
 	}
-	if _, err := rand.Read(pr.key); err != nil {
-		return fail(err)
+	if pr.hop, err = listenHop(lg, pr.certs, procCallers(), "drilling a worker: its instances reach their gateway over loopback TLS"); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	if pr.certs, err = gw.WriteDevCerts(dir, hopTrustDomain, procCallers()...); err != nil {
-		return fail(err)
-	}
-	for name, id := range pr.certs.IDs {
-		pr.names[id] = name
-	}
-	stls, err := gw.TLSConfig(pr.certs.ServerCert, pr.certs.ServerKey, pr.certs.CA)
-	if err != nil {
-		return fail(err)
-	}
-	f := pr.certs.Clients[commander]
-	ctls, err := client.TLSConfig(pr.certs.CA, f.Cert, f.Key)
-	if err != nil {
-		return fail(err)
-	}
-	pr.cmd = client.HTTPClient(ctls)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(fmt.Errorf("gateway listener: %w", err))
-	}
-	pr.base = "https://" + ln.Addr().String()
-	pr.srv = &http.Server{Handler: http.HandlerFunc(pr.route), TLSConfig: stls, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: zap.NewStdLog(lg.Named("worker-hop"))}
-	go func() { pr.served <- pr.srv.ServeTLS(ln, "", "") }()
-	lg.Info("drilling a worker: its instances reach their gateway over loopback TLS",
-		zap.String("listen", ln.Addr().String()), zap.Strings("worker", argv))
+	lg.Info("the worker drilled", zap.Strings("worker", argv))
 	return pr, nil
 }
 
 func (pr *procRun) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := pr.srv.Shutdown(ctx)
-	if serr := <-pr.served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	pr.cmd.CloseIdleConnections()
+	err := pr.hop.close()
 	if rerr := os.RemoveAll(pr.dir); err == nil && rerr != nil {
 		err = rerr
 	}
@@ -114,41 +74,18 @@ func (pr *procRun) close() error {
 // nameOf is the caller a certificate identity names (the identity itself
 // if it is none of the run's).
 func (pr *procRun) nameOf(id string) string {
-	if n, ok := pr.names[id]; ok {
+	if n, ok := pr.hop.names[id]; ok {
 		return n
 	}
 	return id
 }
 
-// peer is the caller name of a request's client certificate ("" if none
-// of the run's).
-func (pr *procRun) peer(r *http.Request) string {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return ""
-	}
-	c := r.TLS.PeerCertificates[0]
-	for _, u := range c.URIs {
-		if n, ok := pr.names[u.String()]; ok {
-			return n
-		}
-	}
-	return ""
-}
-
-// route serves /t/<trial>/<procedure> by that trial.
-func (pr *procRun) route(w http.ResponseWriter, r *http.Request) {
-	rest, ok := strings.CutPrefix(r.URL.Path, "/t/")
-	key, proc, ok2 := strings.Cut(rest, "/")
-	pr.mu.Lock()
-	pt := pr.trials[key]
-	pr.mu.Unlock()
-	if !ok || !ok2 || pt == nil {
-		http.NotFound(w, r)
-		return
-	}
-	r2 := r.Clone(r.Context())
-	r2.URL.Path, r2.URL.RawPath = "/"+proc, ""
-	pt.serve(w, r2, pr.peer(r), proc[strings.LastIndexByte(proc, '/')+1:])
+// handlerOnHop is the trial's handler on the run's listener: each request
+// served by the trial (serve), from the caller its certificate names.
+func (pt *procTrial) handlerOnHop() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pt.serve(w, r, pt.pr.hop.peer(r), r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:])
+	})
 }
 
 // procInstance is one start of the user's worker.
@@ -166,6 +103,10 @@ type procInstance struct {
 	out      *tailBuffer
 	woken    chan struct{} // a paused instance's: closed when it got SIGCONT
 	killed   bool
+	// hop is the loopback proxy between the instance and the run's
+	// gateway listener: its worker↔gateway network, where answers are
+	// dropped.
+	hop *embedtest.Proxy
 }
 
 // runTrial runs one trial of the user's worker.
@@ -195,16 +136,8 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	if pt.handler, err = pt.newGateway(); err != nil {
 		return traj, []error{err}
 	}
-	pr.mu.Lock()
-	pr.n++
-	pt.key = fmt.Sprintf("%s-%d-%d", Worker, trial, pr.n)
-	pr.trials[pt.key] = pt
-	pr.mu.Unlock()
-	defer func() {
-		pr.mu.Lock()
-		delete(pr.trials, pt.key)
-		pr.mu.Unlock()
-	}()
+	pt.key = pr.hop.serveTrial(fmt.Sprintf("%s-%d", Worker, trial), pt.handlerOnHop())
+	defer pr.hop.unserveTrial(pt.key)
 
 	pt.mu.Lock()
 	if p.dnsLong {
@@ -234,6 +167,9 @@ func (pr *procRun) runTrial(ctx context.Context, trial int) (*Trajectory, []erro
 	cancel()
 	bg.Wait()
 	pt.wakes.Wait()
+	for _, in := range pt.inst {
+		in.hop.Close()
+	}
 
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
@@ -258,7 +194,7 @@ func (pt *procTrial) newGateway() (http.Handler, error) {
 		}
 		ids = append(ids, gw.Identity{ID: pr.certs.IDs[name], Roles: roles, Tenants: []string{pt.tenant}})
 	}
-	srv, err := gw.New(pr.r.coord, gw.WithIdentities(ids...), gw.WithSessionKey(pr.key),
+	srv, err := gw.New(pr.r.coord, gw.WithIdentities(ids...), gw.WithSessionKey(pr.hop.key),
 		gw.WithAdapters(procAdapter{pt: pt, kind: kindPromote}, procAdapter{pt: pt, kind: kindTraffic}),
 		gw.WithLogger(pr.r.cfg.Logger),
 		gw.WithLedgerOptions(
@@ -336,11 +272,21 @@ func (pt *procTrial) serve(w http.ResponseWriter, r *http.Request, name, method 
 	if drop {
 		pt.hopDropped = true
 		pt.add(Event{Kind: KindFault, Actor: "network", Effect: string(FaultAnswerDroppedAtWorker),
-			Detail: "the gateway ran " + inst.name + "'s promotion Dispatch; its answer is lost on the way back (the connection is cut)"})
+			Detail: "the gateway ran " + inst.name + "'s promotion Dispatch and answered; the hop between them (a loopback proxy) cuts the connection, and the answer is lost on the way"})
 	}
 	pt.mu.Unlock()
+	answerThrough(w, buf, inst.hop, drop)
+}
+
+// answerThrough writes a buffered answer to w. When drop, the instance's
+// hop — the loopback proxy its connections pass through — first cuts the
+// connections open on it, so the answer the gateway then writes is lost
+// on the way and the worker sees its connection end with no answer (as a
+// network that lost the answer shows it, not a slow one); its next
+// connection passes.
+func answerThrough(w http.ResponseWriter, buf *bufferedResponse, hop *embedtest.Proxy, drop bool) {
 	if drop {
-		panic(http.ErrAbortHandler) // the connection closes without an answer
+		hop.CutOpen()
 	}
 	for k, v := range buf.h {
 		w.Header()[k] = v
@@ -455,18 +401,23 @@ func (pt *procTrial) startInstance(why string) error {
 	n := len(pt.inst) + 1
 	name := fmt.Sprintf("worker-%d", n)
 	f := pr.certs.Clients[name]
+	hop, err := embedtest.NewProxy(pr.hop.addr)
+	if err != nil {
+		return fmt.Errorf("drill: %s's hop to the gateway: %w", name, err)
+	}
 	cmd := exec.Command(pr.argv[0], pr.argv[1:]...)
 	cmd.Env = append(os.Environ(),
-		EnvGateway+"="+pr.base+"/t/"+pt.key, EnvCA+"="+pr.certs.CA, EnvCert+"="+f.Cert, EnvKey+"="+f.Key,
+		EnvGateway+"=https://"+hop.Addr()+"/t/"+pt.key, EnvCA+"="+pr.certs.CA, EnvCert+"="+f.Cert, EnvKey+"="+f.Key,
 		EnvTenant+"="+pt.tenant, EnvTask+"="+pt.task, EnvPlan+"="+planJSON(pt.task), EnvInstance+"="+fmt.Sprint(n),
 		EnvSessionTTL+"="+fmt.Sprint(procSessionTTL), EnvHeartbeatTimeout+"="+fmt.Sprint(procHeartbeat.Seconds()))
 	out := &tailBuffer{max: 4096}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		hop.Close()
 		return fmt.Errorf("%w: %s could not start: %v", ErrWorkerContract, name, err)
 	}
-	inst := &procInstance{n: n, name: name, cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}), out: out}
+	inst := &procInstance{n: n, name: name, cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), exited: make(chan struct{}), out: out, hop: hop}
 	pt.inst = append(pt.inst, inst)
 	pt.byName[name] = inst
 	pt.add(Event{Kind: KindNote, Actor: name, Detail: fmt.Sprintf("started, pid %d: %s", inst.pid, why)})

@@ -117,6 +117,22 @@ func (p *Proxy) StallOpen() {
 	})
 }
 
+// CutOpen closes the connections open now, both sides at once, as Cut
+// does, and refuses no new one: the path lost its connections of that
+// moment (a middlebox reset) and carries the next. Bytes written to a
+// connection it closed reach nobody.
+func (p *Proxy) CutOpen() {
+	p.mu.Lock()
+	open := make([]*relay, 0, len(p.conns))
+	for r := range p.conns {
+		open = append(open, r)
+	}
+	p.mu.Unlock()
+	for _, r := range open {
+		r.close()
+	}
+}
+
 // Blackhole swallows every byte, both ways; connections stay open, so
 // neither side learns anything until its own timeouts fire.
 func (p *Proxy) Blackhole() { p.set(func() { p.all.blackhole = true }) }
