@@ -165,7 +165,12 @@ func TestTheJSONWalkthrough(t *testing.T) {
 	fmt.Fprintf(j.doc, "## The worker dispatches\n\n")
 	j.call("worker", "WorkerService/Dispatch", `{"grant":`+grant+`,"operation":"dns-1"}`, 200)
 	j.call("worker", "WorkerService/Reconcile", `{"grant":`+grant+`}`, 200)
-	j.call("worker", "WorkerService/Propose", `{"grant":`+grant+`,"operation":"dns-2","effect":`+effect+`,"precondition":`+js(pre)+`}`, 200)
+	fmt.Fprintf(j.doc, "A change can require another adapter's world (`requires`): here checkout → db-1 only while the topology shows writer db-1, the precondition ObservePrecondition answered for the topology's effect. The gateway observes it again at dispatch, after the claim, and sends nothing if the writer moved (docs/gateway.md, \"Traffic follows the writer, at the gateway\").\n\n")
+	topology := `{"kind":"db.promote","target":"cluster","policy":"v1"}`
+	writer := at(j.call("worker", "WorkerService/ObservePrecondition", `{"grant":`+grant+`,"effect":`+topology+`}`, 200), "precondition")
+	toWriter := `{"kind":"dns.upsert","target":"checkout.example","paramsJson":"{\"value\":\"db-1\"}","policy":"v1"}`
+	j.call("worker", "WorkerService/Propose", `{"grant":`+grant+`,"operation":"dns-2","effect":`+toWriter+`,"precondition":`+js(pre)+
+		`,"requires":[{"effect":`+topology+`,"precondition":`+js(writer)+`}]}`, 200)
 	j.call("approver", "ApproverService/Reject", `{"tenant":"demo","task":"checkout","operation":"dns-2","reason":"not during the freeze"}`, 200)
 
 	fmt.Fprintf(j.doc, "## The operator\n\n")
