@@ -136,10 +136,12 @@ var retry = &sdktemporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, Ba
 // Recover is seed 003's recovery in this module's shape, for the drill's
 // world: promote the plan's target (a step, an activity); once the
 // topology shows it as the writer, point the plan's record at it (another
-// step); read the record back. Each step's operation id is minted here
-// from the workflow id and the step's name ("promote", "traffic"; a new
-// intent only after the last one ended FAILED or SUPERSEDED: "promote-2",
-// ...). A step whose record waits in MANUAL_REVIEW is looked at again
+// step); read the record back, and point it again if it moved after the
+// change applied (an operator's edit: the commander decides whether it may
+// go over it). Each step's operation id is minted here from the workflow
+// id and the step's name ("promote", "traffic"; a new intent only after
+// the last one ended FAILED or SUPERSEDED, or applied and was moved:
+// "traffic-2", ...). A step whose record waits in MANUAL_REVIEW is looked at again
 // until the commander resolves it; a rejection is a hold (Result.Held).
 func Recover(ctx workflow.Context, in Input) (Result, error) {
 	var res Result
@@ -185,8 +187,11 @@ func Recover(ctx workflow.Context, in Input) (Result, error) {
 		return res, err
 	}
 
-	moved := false
-	for n := 1; n <= intents && !moved; n++ {
+	for n := 1; ; n++ {
+		if n > intents {
+			res.Held = fmt.Sprintf("traffic did not stay on the writer after %d intents", intents)
+			return res, nil
+		}
 		rec, err := settle(ctx, in.Tenant, stepName("traffic", n), in.Plan.traffic(res.Writer), o)
 		if err != nil {
 			return res, err
@@ -194,7 +199,16 @@ func Recover(ctx workflow.Context, in Input) (Result, error) {
 		res.Traffic = rec
 		switch rec.State {
 		case ledger.Confirmed:
-			moved = true
+			var w map[string]string
+			if err := workflow.ExecuteActivity(actx, ObserveActivity, ObserveInput{Tenant: in.Tenant, Task: task, Effect: in.Plan.traffic(res.Writer)}).Get(ctx, &w); err != nil {
+				return res, err
+			}
+			if res.Record = w["record"]; res.Record == res.Writer {
+				return res, nil
+			}
+			// Applied, then moved (an operator's edit after the change):
+			// propose again against the record as it is now; the
+			// commander decides whether it may go over the edit.
 		case ledger.Failed, ledger.Superseded:
 			// The record moved under the approval (an operator's edit) or
 			// the change never applied: propose again against the world as
@@ -205,19 +219,6 @@ func Recover(ctx workflow.Context, in Input) (Result, error) {
 			return res, nil
 		}
 	}
-	if !moved {
-		res.Held = fmt.Sprintf("traffic never reached the writer after %d intents", intents)
-		return res, nil
-	}
-	var w map[string]string
-	if err := workflow.ExecuteActivity(actx, ObserveActivity, ObserveInput{Tenant: in.Tenant, Task: task, Effect: in.Plan.traffic(res.Writer)}).Get(ctx, &w); err != nil {
-		return res, err
-	}
-	res.Record = w["record"]
-	if res.Record != res.Writer {
-		res.Held = fmt.Sprintf("verification: the record is %s, not the writer %s", res.Record, res.Writer)
-	}
-	return res, nil
 }
 
 func stepName(step string, n int) string {

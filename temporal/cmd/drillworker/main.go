@@ -3,7 +3,7 @@
 // "Drilling a Temporal-driven worker").
 //
 //	drillworker host                 # a Temporal server (in-process, SQLite) and the workflow worker
-//	LEASEGATE_TEMPORAL_ADDRESS=127.0.0.1:PORT leasegate drill --worker drillworker --trials 8
+//	LEASEGATE_TEMPORAL_ADDRESS=127.0.0.1:PORT LEASEGATE_TEMPORAL_NAMESPACE=NS leasegate drill --worker drillworker --trials 8
 //
 // Run without arguments, it is one drill instance: an activity worker
 // process that reads the drill's contract from its environment, joins the
@@ -50,7 +50,8 @@ func host() int {
 	}
 	defer w.Stop()
 	fmt.Printf("Temporal at %s (namespace %s), the drill's workflow worker on it. In another shell:\n\n", ts.GetFrontendHostPort(), ts.GetDefaultNamespace())
-	fmt.Printf("  %s=%s leasegate drill --worker %s\n\n", drillworker.EnvTemporal, ts.GetFrontendHostPort(), os.Args[0])
+	fmt.Printf("  %s=%s %s=%s leasegate drill --worker %s\n\n", drillworker.EnvTemporal, ts.GetFrontendHostPort(),
+		drillworker.EnvNamespace, ts.GetDefaultNamespace(), os.Args[0])
 	fmt.Println("Interrupt to stop.")
 	<-ctx.Done()
 	return 0
