@@ -64,6 +64,8 @@ browser:
 # whose first build takes several minutes (README.md gives the time). Under
 # the race detector. TEMPORAL_CHAOS sets how long the chaos
 # test's faults last (default 20 s); `make soak-temporal` runs it for 5 min.
+# temporal/drillworker's test builds cmd/drillworker and drills it with
+# `leasegate drill --worker`'s machinery (4 trials, one Temporal server).
 TEMPORAL_CHAOS ?=
 .PHONY: test-temporal soak-temporal
 test-temporal:
