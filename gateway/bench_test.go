@@ -151,3 +151,50 @@ func BenchmarkDispatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLimits measures what the per-identity limits cost a worker's
+// calls through the gateway: opening and closing a session, and claiming
+// and releasing a task on one, each with the limits counted in etcd and
+// on a server that counts none, in one run (one worker, fsync on):
+//
+//	go test -run '^$' -bench BenchmarkLimits -count 5 ./gateway
+func BenchmarkLimits(b *testing.B) {
+	w := benchWorld(b)
+	for _, counted := range []bool{true, false} {
+		var opts []gateway.Option
+		name := "limits"
+		if !counted {
+			opts, name = append(opts, gateway.WithoutLimits()), "none"
+		}
+		r := w.replica(opts...)
+		gw := w.client(r, "worker-a")
+		ctx := context.Background()
+		b.Run("open-close/"+name, func(b *testing.B) {
+			for b.Loop() {
+				s, err := gw.OpenSession(ctx, 30*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("claim-release/"+name, func(b *testing.B) {
+			s, err := gw.OpenSession(ctx, 30*time.Second, client.WithKeepAlive())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close(ctx)
+			for b.Loop() {
+				g, err := s.Claim(ctx, "bench", "limits")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := gw.Release(ctx, g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -10,3 +10,12 @@ func SetIdleTimeout(s *Server, d time.Duration) { s.idleTimeout = d }
 
 // ProbeAdapters probes every adapter's provider now (probeAdapters).
 func (s *Server) ProbeAdapters(ctx context.Context) map[string]error { return s.probeAdapters(ctx) }
+
+// WithoutLimits makes a server count no limit: the baseline
+// BenchmarkLimits measures the limits' cost against.
+func WithoutLimits() Option {
+	return func(o *options) error {
+		o.noLimits = true
+		return nil
+	}
+}

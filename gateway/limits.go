@@ -132,6 +132,12 @@ const maxLimitRounds = 64
 // there, so a refused OpenSession grants none. It returns the lease and
 // the unit's key. took reports that this call wrote the unit.
 func (s *Server) take(ctx context.Context, op string, id Identity, what string, first func() (int64, string, error), lease int64, key string) (took bool, err error) {
+	if s.opts.noLimits { // the benchmark's baseline (export_test.go)
+		if first != nil {
+			_, _, err = first()
+		}
+		return false, err
+	}
 	st := store.Of(s.c)
 	prefix := st.Keys().LimitPrefix(what, id.ID)
 	limit := s.limitOf(id, what)
@@ -195,6 +201,9 @@ var limitAdvice = map[string]string{
 // left behind is freed with its lease). It logs, never fails its call: the
 // call it frees for has done its work.
 func (s *Server) free(ctx context.Context, op, key string, lease int64) {
+	if s.opts.noLimits {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.callTimeout)
 	defer cancel()
 	_, err := store.Of(s.c).Txn(ctx, store.TxnRequest{Op: op,

@@ -73,6 +73,7 @@ type options struct {
 	dispatchTTL     time.Duration
 	policy          *Policy
 	limits          Limits
+	noLimits        bool // count nothing: only the benchmark's baseline sets it (export_test.go)
 }
 
 // Option configures New.
