@@ -329,3 +329,53 @@ func TestWatchStreamsPerIdentityStopAtTheDefaultLimit(t *testing.T) {
 	}
 	cancels = append(cancels, cancel)
 }
+
+// A watch stream's unit is on its replica's dispatch lease: a replica that
+// dies (its etcd client gone, so it can free nothing) frees its streams'
+// units when that lease expires, and the identity opens a stream through
+// another replica.
+func TestADeadReplicasWatchStreamsAreFreed(t *testing.T) {
+	w := newWorld(t)
+	opts := []gateway.Option{gateway.WithDispatchLeaseTTL(2 * time.Second), gateway.WithLimits(gateway.Limits{Watches: 1})}
+	a, b := w.replica(opts...), w.replica(opts...)
+	ctx := lgtest.Ctx(t)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	synced, ended := make(chan struct{}), make(chan error, 1)
+	go func() {
+		ended <- w.client(a, "worker-a").Watch(wctx, tenant, func(coordinator.OwnershipEvent) error { return nil },
+			client.WithSynced(func() { close(synced) }))
+	}()
+	lgtest.Wait(t, synced, "the stream through replica a")
+	prefix := store.Of(a.c).Keys().LimitPrefix("watches", w.certs.IDs["worker-a"])
+	resp, err := w.etcd.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("watch units: %v, %v; want one", resp, err)
+	}
+	err = w.client(b, "worker-a").Watch(ctx, tenant, func(coordinator.OwnershipEvent) error { return nil })
+	wantLimit(t, err, "limits.watches 1")
+
+	// Replica a dies: its etcd client first, so it can free nothing.
+	if err := a.etcd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.ts.CloseClientConnections()
+	cancel()
+	<-ended
+	waitGone(t, w.etcd, string(resp.Kvs[0].Key))
+
+	wctx2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	synced2, ended2 := make(chan struct{}), make(chan error, 1)
+	go func() {
+		ended2 <- w.client(b, "worker-a").Watch(wctx2, tenant, func(coordinator.OwnershipEvent) error { return nil },
+			client.WithSynced(func() { close(synced2) }))
+	}()
+	select {
+	case <-synced2:
+	case err := <-ended2:
+		t.Fatalf("a stream through replica b after a died: %v", err)
+	}
+	cancel2()
+	<-ended2
+}

@@ -493,3 +493,57 @@ func TestRetentionCountsFromTheFirstDispatch(t *testing.T) {
 		t.Fatalf("%d Apply calls, want 2", apply)
 	}
 }
+
+// Reconcile revalidates an effect's requirements as it does its own
+// precondition: an operation the provider shows not applied, whose own
+// world is unchanged but whose required world (another adapter's) moved,
+// is SUPERSEDED rather than put back to AUTHORIZED for a retry; with the
+// required world unchanged it is retried.
+func TestReconcileRevalidatesRequirements(t *testing.T) {
+	t.Parallel()
+	for _, moved := range []bool{true, false} {
+		t.Run(fmt.Sprintf("required world moved %v", moved), func(t *testing.T) {
+			t.Parallel()
+			topo := newProvider("topology")
+			e := newEnv(t, WithAdapters(topo))
+			e.p.set(func(p *provider) { p.lostRequest = true })
+			eff := promote("db-b")
+			pre, err := e.p.Precondition(e.ctx, eff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seenTopo, err := topo.Precondition(e.ctx, Effect{Kind: "topology", Target: "cluster"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := e.l.ProposeRequiring(e.ctx, e.g, "op", eff, pre,
+				[]Requirement{{Effect: Effect{Kind: "topology", Target: "cluster"}, Precondition: seenTopo}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.l.Authorize(e.ctx, e.g, "op", Approval{Approver: "darius", ParamsDigest: rec.ParamsDigest,
+				PreconditionDigest: rec.Precondition.Digest}); err != nil {
+				t.Fatal(err)
+			}
+			wantState(t, "dispatch", Unknown)(e.l.Dispatch(e.ctx, e.g, "op"))
+			e.p.set(func(p *provider) { p.lostRequest = false })
+			if moved {
+				topo.set(func(p *provider) { p.world = "world-2" })
+			}
+			recs, err := e.l.Reconcile(e.ctx, e.takeover("worker-b"))
+			want := Authorized
+			if moved {
+				want = Superseded
+			}
+			if err != nil || len(recs) != 1 || recs[0].State != want {
+				t.Fatalf("reconcile: %+v %v; want %s", recs, err, want)
+			}
+			if _, js := e.journal("op"); moved && !strings.Contains(js[len(js)-1].Reason, "requirement 0 changed") {
+				t.Fatalf("the journal says %q; want the requirement named", js[len(js)-1].Reason)
+			}
+			if _, apply, _ := e.p.calls(); apply != 1 {
+				t.Fatalf("%d Apply calls", apply)
+			}
+		})
+	}
+}
