@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -107,11 +108,18 @@ func readConfig(getenv func(string) string) (config, error) {
 	return c, nil
 }
 
-// ActivityQueue is the activity task queue of the trial whose gateway is
-// at gatewayURL: one per trial (each trial's instances hold that trial's
-// certificates), the same for every instance of it.
-func ActivityQueue(gatewayURL string) string {
-	sum := sha256.Sum256([]byte(gatewayURL))
+// ActivityQueue is the activity task queue of a trial: one per trial (its
+// instances hold that trial's certificates), the same for every instance
+// of it. It is named from what every instance of the trial is given alike
+// — the run's CA file, the path of the trial's gateway URL (its host and
+// port are not: each instance reaches the gateway through a hop of its
+// own), the tenant and the task.
+func ActivityQueue(ca, gatewayURL, tenant, task string) string {
+	path := gatewayURL
+	if u, err := url.Parse(gatewayURL); err == nil {
+		path = u.Path
+	}
+	sum := sha256.Sum256([]byte(ca + "\n" + path + "\n" + tenant + "\n" + task))
 	return "leasegate-drill-activities-" + hex.EncodeToString(sum[:8])
 }
 
@@ -155,7 +163,7 @@ func Main(getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "drillworker:", err)
 		return ExitUsage
 	}
-	queue := ActivityQueue(c.gateway)
+	queue := ActivityQueue(c.ca, c.gateway, c.tenant, c.task)
 	// One activity at a time: a worker stopped inside its activity then
 	// holds no poll the server could hand the retried attempt to.
 	w := worker.New(tc, queue, worker.Options{MaxConcurrentActivityExecutionSize: 1, Identity: name})
