@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	mdns "github.com/miekg/dns"
+
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
@@ -500,7 +502,12 @@ func (w *realWorld) ownerOf(epoch int64) string {
 	return "unknown"
 }
 
-// watchDNS adds a change of the record since the last look.
+// watchDNS adds the record's changes since the last look, each step of
+// the zone's own history (IXFR) in order — two changes between two looks
+// (the gateway's update, then an operator's nsupdate) are two changes,
+// each with its serials as evidence. The last is credited to by (its
+// epoch, its operation) when given; any other the fenced design's gateway
+// made is credited to the journal's traffic operation toward its value.
 func (w *realWorld) watchDNS(by string, epoch int64, operation string) {
 	ctx := context.WithoutCancel(w.ctx)
 	rr, err := w.prov.up.Read(ctx, realRecord, "A")
@@ -508,31 +515,50 @@ func (w *realWorld) watchDNS(by string, epoch int64, operation string) {
 		w.add(Event{Kind: KindNote, Actor: "bind", Detail: "read: " + err.Error()})
 		return
 	}
+	zone := w.prov.dns.Zone
 	before := w.serial
 	w.serial = rr.Serial
-	now := realName(rr.Values)
-	if now == w.record {
-		return
+	type change struct {
+		value string
+		ids   []string
 	}
-	w.record = now
-	ids := []string{fmt.Sprintf("%s serial %d", w.prov.dns.Zone, rr.Serial)}
-	if steps, err := w.prov.up.History(ctx, before); err == nil && len(steps) > 0 {
-		last := steps[len(steps)-1]
-		ids = append(ids, fmt.Sprintf("%s serial %d->%d", w.prov.dns.Zone, last.From, last.To))
-	}
-	if by == "" && w.design == Fenced {
-		// Through the gateway: the journal's traffic operation toward it.
-		if by, epoch, operation = w.creditTraffic(now); by != "" {
-			w.add(Event{Kind: KindCall, Actor: "bind", Effect: "ChangeResourceRecordSets", Epoch: epoch, Operation: operation,
-				Value: now, By: by, Detail: "RFC 2136 UPDATE from the gateway, prerequisite: the approved record"})
+	var changes []change
+	if steps, err := w.prov.up.History(ctx, before); err == nil {
+		for _, st := range steps {
+			for _, a := range st.Added {
+				if x, ok := a.(*mdns.A); ok && strings.EqualFold(x.Hdr.Name, mdns.CanonicalName(realRecord)) {
+					changes = append(changes, change{realName([]string{x.A.String()}),
+						[]string{fmt.Sprintf("%s serial %d", zone, st.To), fmt.Sprintf("%s serial %d->%d", zone, st.From, st.To)}})
+				}
+			}
 		}
 	}
-	if by == "" {
-		by = "unknown"
+	if len(changes) == 0 { // no history from that serial: the value now
+		changes = []change{{realName(rr.Values), []string{fmt.Sprintf("%s serial %d", zone, rr.Serial)}}}
 	}
-	w.recordBy = by
-	w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "record", Operation: operation, Value: now, Evidence: ids, Epoch: epoch, By: by})
-	w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "insync", Operation: operation, Value: now, Evidence: ids, Epoch: epoch, By: by})
+	for i, ch := range changes {
+		if ch.value == w.record {
+			continue
+		}
+		w.record = ch.value
+		b, e, op := "", int64(0), ""
+		if i == len(changes)-1 {
+			b, e, op = by, epoch, operation
+		}
+		if b == "" && w.design == Fenced {
+			// Through the gateway: the journal's traffic operation toward it.
+			if b, e, op = w.creditTraffic(ch.value); b != "" {
+				w.add(Event{Kind: KindCall, Actor: "bind", Effect: "ChangeResourceRecordSets", Epoch: e, Operation: op,
+					Value: ch.value, By: b, Detail: "RFC 2136 UPDATE from the gateway, prerequisite: the approved record"})
+			}
+		}
+		if b == "" {
+			b = "unknown"
+		}
+		w.recordBy = b
+		w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "record", Operation: op, Value: ch.value, Evidence: ch.ids, Epoch: e, By: b})
+		w.add(Event{Kind: KindApplied, Actor: "bind", Effect: "insync", Operation: op, Value: ch.value, Evidence: ch.ids, Epoch: e, By: b})
+	}
 }
 
 // operatorEdit is the operator's nsupdate mid-incident: the record pointed
