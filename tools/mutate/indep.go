@@ -91,9 +91,10 @@ var indepMutations = []Mutation{
 	// An owner key written at the realm's own revision would need one Txn
 	// writing the realm and an owner key: New and RotateRealm write the
 	// realm (and its origin) alone, a claim writes an owner key and a fence
-	// alone. So ModRevision(owner) == Rrev never holds and < is <=.
+	// alone. So ModRevision(owner) == Rrev never holds, and < Rrev+1 (etcd's
+	// compares have no <=) is < Rrev.
 	ind("claim/owner-cmp-inclusive", claimGo, "the claim takes an owner key written at the realm's revision as one of an older realm",
-		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.ModRevision(owner), "<=", realmRev),`).
+		`clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev),`, `clientv3.Compare(clientv3.ModRevision(owner), "<", realmRev+1),`).
 		equivalent("no Txn of leasegate writes the realm key and an owner key together, so no owner key is ever at the realm's revision"),
 	// A watch created at a header revision equal to busyRev covers every
 	// revision after busyRev (waitDeleted's proof, case H <= busyRev); the
