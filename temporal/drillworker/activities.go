@@ -24,8 +24,8 @@ type ObserveInput struct {
 // Activities are one drill instance's activities: the module's effect
 // activity and the two observations, every attempt under a grant of its
 // own through the gateway (lgtemporal.Begin). Fenced is called with the
-// refusal when an attempt of this worker is fenced (stale_owner,
-// expired_owner): another instance holds the task.
+// refusal when an attempt of this worker is refused stale_owner: another
+// instance holds the task.
 type Activities struct {
 	c      *client.Client
 	effect *lgtemporal.Activities
@@ -116,10 +116,13 @@ func (a *Activities) attempt(ctx context.Context, in ObserveInput, f func(*lgtem
 	return nil
 }
 
-// watch reports a fenced attempt to the instance, and returns err.
+// watch reports an attempt refused stale_owner to the instance (a newer
+// grant holds the task: another instance), and returns err. An attempt
+// whose own lease lapsed (expired_owner) is not reported: its error is
+// retryable, and Temporal retries it — on this worker if it is the one
+// still polling — under a new session and a new claim.
 func (a *Activities) watch(err error) error {
-	switch coordinator.DispositionOf(err) {
-	case coordinator.StaleOwner, coordinator.ExpiredOwner:
+	if coordinator.DispositionOf(err) == coordinator.StaleOwner {
 		a.fenced(err)
 	}
 	return err

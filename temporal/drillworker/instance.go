@@ -50,7 +50,7 @@ const (
 	ExitFailed = 1 // anything else: the drill retries with a replacement
 	ExitUsage  = 2 // it could not use what it was given
 	ExitHeld   = 3 // the workflow held for the commander, or stopped on a record it will not act on
-	ExitFenced = 4 // an attempt of this instance was fenced: another instance holds the task
+	ExitFenced = 4 // an attempt of this instance was refused stale_owner: another instance holds the task
 )
 
 // poll is how often an attempt looks again while it waits for a claim, an
@@ -126,7 +126,9 @@ func ActivityQueue(ca, gatewayURL, tenant, task string) string {
 // Main is one drill instance: it joins the trial's activity queue as a
 // worker (one activity at a time), starts the trial's workflow (the first
 // instance) or attaches to it (a replacement), and exits by the contract
-// when the workflow ends or an attempt of its own is fenced. Messages go
+// when the workflow ends or an attempt of its own is refused stale_owner
+// (an attempt whose own lease lapsed is retried by Temporal instead, here
+// or on another instance). Messages go
 // to stderr.
 func Main(getenv func(string) string, stderr io.Writer) int {
 	c, err := readConfig(getenv)
