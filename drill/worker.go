@@ -135,10 +135,15 @@ const (
 	// call to the gateway within it does not follow the contract.
 	procFirstCall = 2 * time.Minute
 	// procTrialBound is a trial's real-time bound from its first call
-	// to the gateway, the simulated trial's limit on the world's clock
-	// (90 s real): instances still running then are killed, and the
-	// world is graded as it is.
-	procTrialBound = trialLimit / procScale
+	// to the gateway (40 minutes of the world's): instances still running
+	// then are killed, and the world settles (settle) and is graded. It is
+	// real time, not the world's, so that a machine too loaded to run the
+	// worker's processes at speed does not end their trials early.
+	procTrialBound = 2 * time.Minute
+	// procSettle is how far the world runs on once a trial is over, past
+	// its now, so that every pending change completes (the longest is a
+	// DNS change left PENDING for 240 s).
+	procSettle = 5 * time.Minute
 	// procInstances is the most instances one trial starts.
 	procInstances = 4
 )

@@ -216,8 +216,12 @@ func BenchmarkWorkerDrillPython(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		trials += rep.Designs[drill.Worker].Trials
-		violations += rep.Designs[drill.Worker].TotalViolations
+		d := rep.Designs[drill.Worker]
+		trials += d.Trials
+		violations += d.TotalViolations
+		if d.TotalViolations > 0 {
+			b.Logf("seed %d: violations %v (first trial of each: %v)", 2026+i, d.Violations, d.FirstViolation)
+		}
 	}
 	var self1, kids1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self1)

@@ -116,11 +116,11 @@ func (pt *procTrial) fireUntil(t time.Duration) {
 }
 
 // settle lets the world run to its end once the trial is over: every
-// pending promotion and DNS change completes, as in the simulated drill
-// (mu held).
+// pending promotion and DNS change completes, as in the simulated drill,
+// however late in the world's time the trial ended (mu held).
 func (pt *procTrial) settle() {
 	pt.done = true
-	pt.fireUntil(trialLimit)
+	pt.fireUntil(max(trialLimit, pt.s.now+procSettle))
 }
 
 // sleep waits world time d in real time, the world unlocked.
