@@ -124,7 +124,7 @@ providers:
 
 test-providers: providers
 	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m ./testsupport/realprov ./adapters/...
-	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m -run 'RealProviders' ./drill ./cli
+	LEASEGATE_REQUIRE_PROVIDERS=1 $(GO) test -count=1 -timeout 10m -run 'RealProviders|RealFencedWorkers|WatchSeesEveryChange' ./drill ./cli
 
 # Seed 003's failover on the real servers: `leasegate drill --providers
 # real` — the drill's seeded trials (20 per design; DRILL_FLAGS passes

@@ -77,7 +77,7 @@ func (p *realPort) hold(reason, format string, args ...any) error {
 	return fmt.Errorf("%w: holds for the commander (%s): %s", errStop, reason, why)
 }
 
-// acquire claims the task through the gateway: a session of realLeaseTTL
+// acquire claims the task through the gateway: a session of realSessionTTL
 // per attempt, renewed by the client every TTL/3 (none while the process
 // is stopped: its lease expires in etcd), tried again every
 // realClaimRetry while another worker holds the task.
@@ -89,7 +89,7 @@ func (p *realPort) acquire() error {
 			return fmt.Errorf("%w: nothing to claim the task for", errStop)
 		}
 		if p.sess == nil {
-			s, err := p.c.OpenSession(w.ctx, realLeaseTTL, client.WithKeepAlive())
+			s, err := p.c.OpenSession(w.ctx, realSessionTTL, client.WithKeepAlive())
 			if err != nil {
 				return fmt.Errorf("session of %s at the gateway: %w", wk.name, err)
 			}

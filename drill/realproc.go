@@ -244,7 +244,7 @@ func (wk *realWorker) pause(win window, what string) {
 	if expired {
 		w.add(Event{Kind: KindLost, Actor: wk.name, Epoch: wk.grant.Epoch, Detail: fmt.Sprintf(
 			"lease expired in etcd (%s) while pid %d was stopped (state %c, then %c): no heartbeats for %v",
-			lease, wk.pid, state, state2, realLeaseTTL)})
+			lease, wk.pid, state, state2, w.sessionTTL())})
 		wk.sleep(w.plan.wakeAfter)
 	} else {
 		wk.note("no other worker claimed the task while pid %d was stopped (%s; state %c, then %c)", wk.pid, lease, state, state2)
@@ -266,6 +266,14 @@ func (wk *realWorker) untilWindow(win window, operation string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	wk.note("the dispatch of %s did not reach the window %s within 15 s: paused anyway", operation, win)
+}
+
+// sessionTTL is how long a worker's lease outlives its last renewal.
+func (w *realWorld) sessionTTL() time.Duration {
+	if w.design == Fenced {
+		return realSessionTTL
+	}
+	return realLeaseTTL
 }
 
 // leaseTTL is etcd's answer for the worker's lease: "ttl -1" once it

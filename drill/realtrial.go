@@ -48,6 +48,13 @@ var realFaultKinds = []FaultKind{FaultResponseDropped, FaultPausedAfterClaim, Fa
 
 // Real-time constants of a real trial.
 const (
+	// realSessionTTL is a fenced worker's session TTL at the gateway: its
+	// lease, renewed through the gateway every third of it, expires in
+	// etcd this long after the last renewal. Longer than the naive
+	// worker's: a renewal takes a hop more, and a slow machine (the race
+	// detector, a loaded CI runner) must not end a running worker's
+	// session.
+	realSessionTTL = 4 * time.Second
 	// realLeaseTTL is a worker's etcd lease TTL: a paused worker's lease
 	// expires (in etcd, for real) this long after its last heartbeat.
 	realLeaseTTL = 2 * time.Second
