@@ -421,6 +421,9 @@ func (r *runner) runDesign(ctx context.Context, d Design) (*DesignReport, []*Tra
 		for i := 0; i < r.cfg.Trials; i++ {
 			trials = append(trials, i)
 		}
+		if r.proc != nil {
+			r.proc.order(trials)
+		}
 	}
 	dr := newDesignReport()
 	var (

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -86,6 +88,40 @@ func (pt *procTrial) handlerOnHop() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pt.serve(w, r, pt.pr.hop.peer(r), r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:])
 	})
+}
+
+// order sorts a run's trials longest first, by the faults their plans
+// draw (slowness): a worker's trials take real time, a few seconds each
+// but a minute for some, and the run ends with its last trial; started
+// last, a long one would leave the other slots idle while it runs.
+func (pr *procRun) order(trials []int) {
+	slow := map[int]time.Duration{}
+	for _, t := range trials {
+		slow[t] = newProcPlan(trialRNG(pr.r.cfg.Seed, t)).slowness()
+	}
+	slices.SortStableFunc(trials, func(a, b int) int { return cmp.Compare(slow[b], slow[a]) })
+}
+
+// slowness is about how much world time a plan's faults add to a trial:
+// a DNS change PENDING for minutes, the commander confirming an
+// operator's maintenance page, the lag over the bound, the audit trail's
+// lookup down, and a stopped instance's lease the replacement waits out.
+func (p procPlan) slowness() time.Duration {
+	var d time.Duration
+	if p.dnsLong {
+		d += 165 * time.Second
+	}
+	if p.operatorEdit && p.operatorValue == maintenance {
+		d += 2 * time.Minute
+	}
+	if p.lagOver > 0 || p.lagBack > 0 {
+		d += p.lagBack - p.lagOver
+	}
+	d += p.lookupOutage
+	if p.stopIn != "" {
+		d += procSessionTTL * procScale * time.Second
+	}
+	return d
 }
 
 // procInstance is one start of the user's worker.

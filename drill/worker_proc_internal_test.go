@@ -69,3 +69,33 @@ func TestAnswerDroppedOnTheHop(t *testing.T) {
 		t.Fatalf("the hop after a dropped answer: %q, %v", body, err)
 	}
 }
+
+// TestWorkerTrialsRunLongestFirst: a worker drill starts the trials whose
+// plans draw the slowest faults first — every trial once, slowness never
+// rising along the order — so that the run does not end waiting on one
+// long trial started last.
+func TestWorkerTrialsRunLongestFirst(t *testing.T) {
+	pr := &procRun{r: &runner{cfg: config{Seed: 2026}}}
+	trials := make([]int, 64)
+	for i := range trials {
+		trials[i] = i
+	}
+	pr.order(trials)
+	seen := map[int]bool{}
+	for i, tr := range trials {
+		if seen[tr] || tr < 0 || tr >= 64 {
+			t.Fatalf("order %v: not each trial once", trials)
+		}
+		seen[tr] = true
+		if i > 0 {
+			prev, cur := newProcPlan(trialRNG(2026, trials[i-1])).slowness(), newProcPlan(trialRNG(2026, tr)).slowness()
+			if cur > prev {
+				t.Fatalf("trial %d (slowness %v) after trial %d (%v): not longest first", tr, cur, trials[i-1], prev)
+			}
+		}
+	}
+	first, last := newProcPlan(trialRNG(2026, trials[0])), newProcPlan(trialRNG(2026, trials[63]))
+	if first.slowness() <= last.slowness() || !first.dnsLong && first.lookupOutage == 0 && !first.operatorEdit && first.lagBack == 0 {
+		t.Fatalf("first %+v, last %+v: the slow faults do not lead", first, last)
+	}
+}
