@@ -119,7 +119,7 @@ type Result struct {
 func (r Result) Done() bool { return r.Held == "" && r.Writer != "" && r.Record == r.Writer }
 
 // The workflow's bounds, on Temporal's clock (real time; the drill's world
-// runs ten times faster).
+// runs twenty times faster).
 const (
 	// reviewPoll is how often a step whose record is in MANUAL_REVIEW is
 	// looked at again (the commander resolves it from the evidence).
