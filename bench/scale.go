@@ -321,6 +321,7 @@ type deleteWatch struct {
 	mu      sync.Mutex
 	deleted map[string]time.Time
 	changed chan struct{}
+	cut     chan struct{} // signalled each time etcd cancels the watch
 	done    chan struct{}
 }
 
@@ -336,7 +337,8 @@ func newDeleteWatch(ctx context.Context, cli *clientv3.Client, prefix string) (*
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &deleteWatch{cancel: cancel, deleted: map[string]time.Time{}, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &deleteWatch{cancel: cancel, deleted: map[string]time.Time{}, changed: make(chan struct{}, 1),
+		cut: make(chan struct{}, 1), done: make(chan struct{})}
 	next := resp.Header.Revision + 1
 	go func() {
 		defer close(w.done)
@@ -358,6 +360,10 @@ func (w *deleteWatch) watchFrom(ctx context.Context, cli *clientv3.Client, prefi
 	defer cancel()
 	for resp := range cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
 		if resp.Err() != nil {
+			select {
+			case w.cut <- struct{}{}:
+			default:
+			}
 			return rev
 		}
 		at := time.Now()
