@@ -328,7 +328,7 @@ type deleteWatch struct {
 // newDeleteWatch watches deletions under prefix from now on. A watch etcd
 // cancels (on a cluster with auth, a member that does not know the
 // client's token cancels it with "invalid auth token" after the client
-// moved to it) is resumed from the revision after the last one delivered,
+// moved to it; a member without a leader cancels it too) is resumed from the revision after the last one delivered,
 // so no deletion is lost; one delivered by the resumed watch is timed at
 // its delivery, late by the gap.
 func newDeleteWatch(ctx context.Context, cli *clientv3.Client, prefix string) (*deleteWatch, error) {
