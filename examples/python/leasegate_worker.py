@@ -57,6 +57,22 @@ def _never_left(reason):
     return isinstance(reason, (ConnectionRefusedError, ssl.SSLError, socket.gaierror, FileNotFoundError))
 
 
+def refusal(status, raw, write):
+    """The LeasegateError for an answer other than 200: the gateway's
+    Refusal detail when it carries one; otherwise the answer is not the
+    gateway's (a proxy's), and a write may have applied."""
+    try:
+        err = json.loads(raw)
+    except ValueError:
+        err = {}
+    for d in err.get("details", []):
+        r = d.get("debug") or {}
+        if d.get("type") == "leasegate.v1.Refusal" and r.get("disposition"):
+            return LeasegateError(r["disposition"], r.get("detail", ""), r.get("hint", ""), err.get("code", ""))
+    return LeasegateError("outcome_unknown" if write else "authority_unavailable",
+                          "HTTP %d without a refusal: %s" % (status, raw[:200]))
+
+
 class Gateway:
     """A client of one gateway (or a load balancer of replicas)."""
 
@@ -83,18 +99,7 @@ class Gateway:
             with urllib.request.urlopen(req, context=self.ctx, timeout=self.timeout) as resp:
                 return json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                err = json.loads(raw)
-            except ValueError:
-                err = {}
-            for d in err.get("details", []):
-                r = d.get("debug") or {}
-                if d.get("type") == "leasegate.v1.Refusal" and r.get("disposition"):
-                    raise LeasegateError(r["disposition"], r.get("detail", ""), r.get("hint", ""), err.get("code", ""))
-            # An answer that is not the gateway's (a proxy's): it may have applied.
-            raise LeasegateError("outcome_unknown" if write else "authority_unavailable",
-                                 "HTTP %d without a refusal: %s" % (e.code, raw[:200]))
+            raise refusal(e.code, e.read(), write)
         except urllib.error.URLError as e:
             if _never_left(e.reason) or not write:
                 raise LeasegateError("authority_unavailable", "not answered: %s" % e.reason,

@@ -37,7 +37,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from leasegate_worker import WORKER, Gateway, LeasegateError  # noqa: E402
+from leasegate_worker import WORKER, Gateway, LeasegateError, refusal  # noqa: E402
 
 EXIT_DONE, EXIT_USAGE, EXIT_HELD, EXIT_FENCED = 0, 2, 3, 4
 FENCED = ("stale_owner", "expired_owner")
@@ -79,16 +79,7 @@ class KeepAliveGateway(Gateway):
                                  "it may have applied; retry the same operation to learn")
         if resp.status == 200:
             return json.loads(raw or b"{}")
-        try:
-            err = json.loads(raw)
-        except ValueError:
-            err = {}
-        for d in err.get("details", []):
-            r = d.get("debug") or {}
-            if d.get("type") == "leasegate.v1.Refusal" and r.get("disposition"):
-                raise LeasegateError(r["disposition"], r.get("detail", ""), r.get("hint", ""), err.get("code", ""))
-        raise LeasegateError("outcome_unknown" if write else "authority_unavailable",
-                             "HTTP %d without a refusal: %s" % (resp.status, raw[:200]))
+        raise refusal(resp.status, raw, write)
 
 
 class Held(Exception):
