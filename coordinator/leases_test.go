@@ -132,6 +132,50 @@ func nextEvent(t *testing.T, events <-chan coordinator.OwnershipEvent) coordinat
 	return coordinator.OwnershipEvent{}
 }
 
+// TestRevokeOwnerLeaseRefusesLimitKeysAloneAndTheirSiblings: the keys a
+// gateway counts a session by (under <prefix>/limits/) ride beside owner
+// keys, but they do not make a lease leasegate's: a lease carrying only
+// such a key is refused, and so is an owner's lease that also carries a
+// key under a sibling of the limits prefix (<prefix>/limitsX/…). Each
+// refusal is invalid_input and revokes nothing.
+func TestRevokeOwnerLeaseRefusesLimitKeysAloneAndTheirSiblings(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	root := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	alive := func(lease int64) {
+		t.Helper()
+		ttl, err := root.TimeToLive(ctx, clientv3.LeaseID(lease))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl.TTL <= 0 {
+			t.Fatal("the refused revoke revoked the lease")
+		}
+	}
+
+	g := lgtest.Claim(t, lgtest.Session(t, c, "worker", 30*time.Second), "t", "k")
+	sibling := c.Keys().Prefix() + "/limitsX/sessions/worker/u"
+	if _, err := root.Put(ctx, sibling, "rides", clientv3.WithLease(clientv3.LeaseID(g.Lease))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.RevokeOwnerLease(ctx, g.Lease)
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	alive(g.Lease)
+
+	lr, err := root.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Put(ctx, c.Keys().Prefix()+"/limits/sessions/worker/u", "", clientv3.WithLease(lr.ID)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RevokeOwnerLease(ctx, int64(lr.ID))
+	lgtest.Want(t, err, coordinator.InvalidInput)
+	alive(int64(lr.ID))
+}
+
 // TestRevokeOwnerLeaseRefusesAKeyspaceKeyNotAnOwners: a leasegate lease
 // that also carries a key of the keyspace that is not an owner key (a
 // task's state key, attached by hand) is not leasegate's alone: refused as

@@ -388,6 +388,12 @@ var indepMutations = []Mutation{
 		killedBy("./coordinator", "TestZeroLeaseAndFullMarginAreInvalidInput"),
 	ind("lease/expired-shown", leasesGo, "an expired lease is shown empty instead of expired_owner",
 		`if li.TTLLeft < 0 && li.GrantedTTL == 0 {`, `if false {`),
+	ind("revoke/limits-sibling", leasesGo, "RevokeOwnerLease takes a key under a sibling of the limits prefix (<prefix>/limitsX/) for a gateway's limit unit",
+		`strings.HasPrefix(string(k), c.keys.LimitsRoot())`, `strings.HasPrefix(string(k), strings.TrimSuffix(c.keys.LimitsRoot(), "/"))`).
+		killedBy("./coordinator", "TestRevokeOwnerLeaseRefusesLimitKeysAloneAndTheirSiblings"),
+	ind("revoke/no-owner-accepted", leasesGo, "RevokeOwnerLease revokes a lease that carries no owner key (only a limit unit)",
+		"\tcase owners == 0:", "\tcase owners < 0:").
+		killedBy("./coordinator", "TestRevokeOwnerLeaseRefusesLimitKeysAloneAndTheirSiblings"),
 
 	// ---- coordinator/restore.go
 	ind("origin/distance-sign", restoreGo, "revision − raft index is computed the other way round: a restore looks like a shrink",
