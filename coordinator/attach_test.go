@@ -118,6 +118,14 @@ func TestAttachZeroLeaseIsInvalid(t *testing.T) {
 			t.Errorf("Attach(lease %d): session %t, err %v (%s), want no session, invalid_input", lease, s != nil, err, d)
 		}
 	}
+	// A TTL the coordinator would refuse to open a session with is refused
+	// here too: the session's keepalive interval and deadline come from it.
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		s, err := c.Attach("worker", 1, ttl, time.Now().Add(5*time.Second))
+		if d := coordinator.DispositionOf(err); d != coordinator.InvalidInput || s != nil {
+			t.Errorf("Attach(ttl %v): session %t, err %v (%s), want no session, invalid_input", ttl, s != nil, err, d)
+		}
+	}
 	// And a positive lease is accepted: the refusal is of the value, not of Attach.
 	if _, err := c.Attach("worker", 1, 10*time.Second, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatalf("Attach(lease 1): %v", err)

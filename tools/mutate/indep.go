@@ -203,6 +203,9 @@ var indepMutations = []Mutation{
 	ind("attach/zero-lease", attachGo, "Attach accepts lease 0 (etcd's NoLease): the worker's owner keys would be put with no lease and never expire",
 		"if lease <= 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"", "if lease < 0 {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"").
 		killedBy("./coordinator", "TestAttachZeroLeaseIsInvalid"),
+	ind("attach/ttl-unchecked", attachGo, "Attach accepts a TTL CheckTTL refuses (zero, negative): the session's keepalive interval and deadline come from it",
+		"if err := CheckTTL(ttl); err != nil {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"", "if err := CheckTTL(ttl); err != nil && false {\n\t\treturn nil, store.NewError(InvalidInput, \"session\"").
+		killedBy("./coordinator", "TestAttachZeroLeaseIsInvalid"),
 	ind("attach/detach-stays-counted", attachGo, "Detach leaves the session in leasegate_sessions and the renewal age, for a lease this process no longer watches",
 		"\ts.c.metrics.sessionEnded(s, \"\")\n", ""),
 	// (a later round: judged equivalent, see its reason)
