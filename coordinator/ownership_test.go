@@ -129,3 +129,45 @@ func expect(t *testing.T, events <-chan coordinator.OwnershipEvent, typ coordina
 		t.Fatalf("no %s event for %s", typ, task)
 	}
 }
+
+// TestATaskNobodyHoldsIsNeitherStaleNorTimed: a task released, whose fence
+// stays, reads in Owner and List as held by nobody, not stale (there is no
+// owner key to be older than the realm) and with its TTL unknown (-1, not
+// 0 seconds left), before a realm rotation and after it; the owner key the
+// rotation cut off is the one that reads stale.
+func TestATaskNobodyHoldsIsNeitherStaleNorTimed(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	g := lgtest.Claim(t, s, "t", "free")
+	lgtest.Claim(t, s, "t", "held")
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for _, rotated := range []bool{false, true} {
+		if rotated {
+			if _, err := c.RotateRealm(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		own, err := c.Owner(ctx, "t", "free")
+		lgtest.Holds(t, fmt.Sprintf("Owner of the released task (rotated %v): %+v %v", rotated, own, err),
+			lgtest.Is("no error", err == nil), lgtest.Is("nobody", own.Owner == ""), lgtest.Is("fence at the released epoch", own.Fence == g.Epoch),
+			lgtest.Is("not stale", !own.Stale), lgtest.Is("TTL unknown (-1)", own.TTLLeft == -1))
+		list, err := c.List(ctx, "t")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("List (rotated %v): %+v %v; want the two tasks", rotated, list, err)
+		}
+		free, held := list[0], list[1]
+		lgtest.Holds(t, fmt.Sprintf("List's released task (rotated %v): %+v", rotated, free),
+			lgtest.Is("task free", free.Task == "free"), lgtest.Is("nobody", free.Owner == ""),
+			lgtest.Is("fence at the released epoch", free.Fence == g.Epoch),
+			lgtest.Is("not stale", !free.Stale), lgtest.Is("TTL unknown (-1)", free.TTLLeft == -1))
+		lgtest.Holds(t, fmt.Sprintf("List's held task (rotated %v): %+v", rotated, held),
+			lgtest.Is("task held", held.Task == "held"), lgtest.Is("worker's key", held.Owner == "worker"),
+			lgtest.Is("stale only after the rotation", held.Stale == rotated), lgtest.Is("owned only before it", held.Owned() == !rotated),
+			lgtest.Is("TTL read only while owned", (held.TTLLeft >= 1) == !rotated && (held.TTLLeft == -1) == rotated))
+	}
+}

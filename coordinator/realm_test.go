@@ -1,8 +1,12 @@
 package coordinator_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"google.golang.org/grpc"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -106,5 +110,49 @@ func TestConcurrentNewAgreesOnOneRealm(t *testing.T) {
 	stored, err := coordinator.Open(ctx, cli, coordinator.WithPrefix("/race"))
 	if err != nil || len(seen) != 1 || !seen[stored.Realm()] {
 		t.Fatalf("concurrent New: realms %v, stored %v (%v); want one, the stored one", seen, stored, err)
+	}
+}
+
+// TestNewRefusesAnAncestorCreatedAfterItsRead: New reads the realm and the
+// enclosing prefixes' realm keys, then creates its realm in a Txn. Another
+// process creates a keyspace at an enclosing prefix between the two; the
+// create must compare that the ancestor realm keys are still absent, so New
+// is invalid_input naming the enclosing keyspace, and nothing is written
+// under its own prefix.
+func TestNewRefusesAnAncestorCreatedAfterItsRead(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	ctx := lgtest.Ctx(t)
+	other := cl.Client(t)
+	var txns atomic.Int32
+	var ancestor *coordinator.Coordinator
+	var ancestorErr error
+	// After New's first Txn (its read) has answered, and before its
+	// create is sent, another client creates the keyspace at /anc.
+	afterRead := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if method == "/etcdserverpb.KV/Txn" && txns.Add(1) == 1 {
+			ancestor, ancestorErr = coordinator.New(ctx, other, coordinator.WithPrefix("/anc"))
+		}
+		return err
+	}
+	cli, err := cl.NewClient(grpc.WithChainUnaryInterceptor(afterRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+
+	lgtest.RefusedWritingNothing(t, other, "/anc/inner", coordinator.InvalidInput, func() error {
+		_, err = coordinator.New(ctx, cli, coordinator.WithPrefix("/anc/inner"))
+		return err
+	})
+	if ancestorErr != nil || ancestor == nil {
+		t.Fatalf("the enclosing keyspace was not created between New's read and its create: %v", ancestorErr)
+	}
+	if n := txns.Load(); n < 2 {
+		t.Fatalf("New sent %d Txn; want its read, then its create", n)
+	}
+	if want := "nested inside the leasegate keyspace at /anc"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("New: %v; want it to say %q", err, want)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	keysGo           = "internal/store/keys.go"
 	metricsGo        = "coordinator/metrics.go"
 	dispGo           = "internal/store/disposition.go"
+	coordDispGo      = "coordinator/disposition.go"
 	leasesGo         = "coordinator/leases.go"
 	restoreGo        = "coordinator/restore.go"
 	ownershipGo      = "coordinator/ownership.go"
@@ -304,6 +305,11 @@ var indepMutations = []Mutation{
 	ind("realm/create-uncompared", realmGo, "New creates the realm without comparing that it is absent",
 		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
 		`If:   c.noAncestorRealms(),`),
+	// (a later round, from the source only: survived every package's tests)
+	ind("realm/create-ancestors-uncompared", realmGo, "New's create does not compare that the enclosing prefixes still hold no realm: a keyspace created at an ancestor between New's read and its create is nested in",
+		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
+		`If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)},`).
+		killedBy("./coordinator", "TestNewRefusesAnAncestorCreatedAfterItsRead"),
 	// (a later round, from the source only: survived every package's
 	// tests; TestRotationWhoseStatusReadsFailDropsTheOldOrigin kills it)
 	ind("realm/rotate-old-origin-kept", realmGo, "a rotation whose status reads failed keeps the old realm's origin: realm show reports a realm written without leasegate instead of no origin recorded",
@@ -353,6 +359,15 @@ var indepMutations = []Mutation{
 		"\t\terrs = append(errs, m.Sentinel)\n\t}\n\tif e.Err != nil {", "\t\treturn append(errs, m.Sentinel)\n\t}\n\tif e.Err != nil {"),
 	ind("disposition/outcome-unknown-hold", dispGo, "outcome_unknown is classed as a hold (ClassUnavailable), as though nothing was written",
 		`{OutcomeUnknown, ClassOutcomeUnknown,`, `{OutcomeUnknown, ClassUnavailable,`),
+
+	// ---- coordinator/disposition.go (a later round, from the source only:
+	// both survived every package's tests)
+	ind("reexport/sentinel-other", coordDispGo, "coordinator.ErrLimitExceeded is store's ErrBusy: errors.Is on a limit_exceeded misses it, and a busy answer matches it",
+		`ErrLimitExceeded        = store.ErrLimitExceeded`, `ErrLimitExceeded        = store.ErrBusy`).
+		killedBy("./coordinator", "TestReexportsAreTheStoreTablesOwn"),
+	ind("reexport/class-other", coordDispGo, "coordinator.ClassNotFound is store's ClassDenied: a caller switching on it takes no_keyspace for a denial",
+		`ClassNotFound       = store.ClassNotFound`, `ClassNotFound       = store.ClassDenied`).
+		killedBy("./coordinator", "TestReexportsAreTheStoreTablesOwn"),
 
 	// ---- internal/store/transport.go
 	indN("classify/read-before-auth", transportGo, "a failed read is a hold before auth or NOSPACE are looked at: permission_denied on a read reads as unavailable",
@@ -416,6 +431,14 @@ var indepMutations = []Mutation{
 	// ---- coordinator/ownership.go
 	ind("owned/stale-owned", storeOwnershipGo, "an owner key from before the realm counts as owned",
 		`func (o Ownership) Owned() bool { return o.Owner != "" && !o.Stale }`, `func (o Ownership) Owned() bool { return o.Owner != "" }`),
+	// (a later round, from the source only: these two survived every
+	// package's tests)
+	ind("ownership/unheld-stale", ownershipGo, "a task nobody holds reads as stale (no owner key, so epoch 0, is older than every realm)",
+		`if o.Owner != "" && realm != nil && o.Epoch < realm.ModRevision {`, `if realm != nil && o.Epoch < realm.ModRevision {`).
+		killedBy("./coordinator", "TestATaskNobodyHoldsIsNeitherStaleNorTimed"),
+	ind("ownership/list-ttl-zero", ownershipGo, "List shows a task nobody holds with 0 seconds left instead of -1 (unknown)",
+		`o = &Ownership{Tenant: t, Task: task, TTLLeft: -1, Revision: resp.Header.Revision}`, `o = &Ownership{Tenant: t, Task: task, TTLLeft: 0, Revision: resp.Header.Revision}`).
+		killedBy("./coordinator", "TestATaskNobodyHoldsIsNeitherStaleNorTimed"),
 
 	// ---- coordinator/watch.go
 	ind("watch/rev-overlap", watchGo, "the ownership watch starts at the last revision delivered, not after it",
