@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/internal/store"
 	"github.com/leasegate/leasegate/ledger"
@@ -499,23 +497,9 @@ func (w *world) firstWorker() *worker {
 // back (closes the call's done) before the commander goes on. Approver
 // calls never sleep in simulated time.
 func (w *world) approverCall(ctx context.Context, call func(ctx context.Context)) {
-	w.hopSeq++
-	id := fmt.Sprint(w.hopSeq)
-	hc := &hopCall{done: make(chan struct{})}
-	w.hopMu.Lock()
-	w.hopCalls[id] = hc
-	w.hopMu.Unlock()
-	cctx, info := connect.NewClientContext(ctx)
-	info.RequestHeader().Set(callHeader, id)
+	cctx, end := w.openHop(ctx)
 	call(cctx)
-	w.hopMu.Lock()
-	started := hc.started
-	hc.abandoned = !started
-	delete(w.hopCalls, id)
-	w.hopMu.Unlock()
-	if started {
-		<-hc.done
-	}
+	end()
 }
 
 // untilMark sleeps actor a until the scenario's mark key, and reports

@@ -54,24 +54,10 @@ func (h hopLedger) Record(ctx context.Context, tenant, task, operation string) (
 // out its pause and then goes on from the answer.
 func (wk *worker) atGateway(ctx context.Context, call func(ctx context.Context)) {
 	w, s := wk.w, wk.w.s
-	w.hopSeq++
-	id := fmt.Sprint(w.hopSeq)
-	c := &hopCall{done: make(chan struct{})}
-	w.hopMu.Lock()
-	w.hopCalls[id] = c
-	w.hopMu.Unlock()
-	cctx, info := connect.NewClientContext(ctx)
-	info.RequestHeader().Set(callHeader, id)
+	cctx, end := w.openHop(ctx)
 	g := s.spawn("gateway("+wk.name+")", s.now, func(g *actor) {
 		call(cctx)
-		w.hopMu.Lock()
-		started := c.started
-		c.abandoned = !started
-		delete(w.hopCalls, id)
-		w.hopMu.Unlock()
-		if started {
-			<-c.done // the handler may outlive its client's answer (a call cut short)
-		}
+		end()
 		if w.journal != nil && wk.stop != nil {
 			// What the gateway recorded, at the time it answered: the
 			// worker, stopped, copies nothing until it wakes (a running one
@@ -84,6 +70,32 @@ func (wk *worker) atGateway(ctx context.Context, call func(ctx context.Context))
 	wk.a.wait()
 	delete(w.calls, g)
 	wk.applyStop()
+}
+
+// openHop registers one call to the trial's gateway: cctx carries its id
+// to the gateway's handler (which marks it started), and end, called once
+// the client has its answer, unregisters it — abandoned if the handler
+// never started — and waits for a started handler to finish: it may
+// outlive its client's answer (a call cut short).
+func (w *world) openHop(ctx context.Context) (cctx context.Context, end func()) {
+	w.hopSeq++
+	id := fmt.Sprint(w.hopSeq)
+	c := &hopCall{done: make(chan struct{})}
+	w.hopMu.Lock()
+	w.hopCalls[id] = c
+	w.hopMu.Unlock()
+	cctx, info := connect.NewClientContext(ctx)
+	info.RequestHeader().Set(callHeader, id)
+	return cctx, func() {
+		w.hopMu.Lock()
+		started := c.started
+		c.abandoned = !started
+		delete(w.hopCalls, id)
+		w.hopMu.Unlock()
+		if started {
+			<-c.done
+		}
+	}
 }
 
 // stopped is a stop that struck a worker while its call was at the
