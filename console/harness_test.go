@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/client"
 	"github.com/leasegate/leasegate/console"
@@ -26,15 +29,21 @@ import (
 )
 
 const (
-	tenant      = "tenant-a"
+	tenant = "tenant-a"
+	// tenantAB is another tenant whose name begins with tenant's: a
+	// sibling sharing its prefix.
+	tenantAB    = "tenant-ab"
 	trustDomain = "test.example"
 	// unknownOp is an operation whose provider call never answers: the
 	// dispatch records it UNKNOWN.
 	unknownOp = "op-unknown"
 )
 
-// The identities: two workers, an approver and an operator of tenant-a.
-var callers = []string{"worker", "worker-2", "approver", "operator"}
+// The identities: two workers, an approver and an operator of tenant-a
+// (the operator of every tenant), a worker of tenantAB, an approver of
+// both tenants; and "stranger", a certificate the CA issued that the
+// server's configuration does not name.
+var callers = []string{"worker", "worker-2", "approver", "operator", "worker-ab", "approver-ab", "stranger"}
 
 // world is one gateway with its console on loopback TLS over an embedded
 // etcd, the simulated providers, and a certificate (and PKCS#12 file) per
@@ -45,6 +54,7 @@ type world struct {
 	provider *devprovider.Provider
 	url      string // https://127.0.0.1:port
 	c        *coordinator.Coordinator
+	etcd     *clientv3.Client // the gateway's etcd, to see what a refusal wrote
 }
 
 func newWorld(t testing.TB) *world {
@@ -72,12 +82,17 @@ func newWorld(t testing.TB) *world {
 		{ID: certs.IDs["worker-2"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{tenant}},
 		{ID: certs.IDs["approver"], Roles: []gateway.Role{gateway.RoleApprover}, Tenants: []string{tenant}},
 		{ID: certs.IDs["operator"], Roles: []gateway.Role{gateway.RoleOperator}, Tenants: []string{gateway.AllTenants}},
+		{ID: certs.IDs["worker-ab"], Roles: []gateway.Role{gateway.RoleWorker}, Tenants: []string{tenantAB}},
+		{ID: certs.IDs["approver-ab"], Roles: []gateway.Role{gateway.RoleApprover}, Tenants: []string{tenantAB, tenant}},
 	}
 	w.c = lgtest.Coordinator(t, cl)
+	w.etcd = w.c.Client()
 	key := []byte("0123456789abcdef0123456789abcdef")
 	srv, err := gateway.New(w.c, gateway.WithIdentities(ids...), gateway.WithSessionKey(key),
-		gateway.WithAdapters(w.provider.Adapters()...),
-		gateway.WithLedgerOptions(ledger.WithCallTimeout(300*time.Millisecond), ledger.WithRecordTimeout(2*time.Second)))
+		gateway.WithAdapters(append(w.provider.Adapters(), lostAnswers{})...),
+		// One observation: a lost answer's Reconcile is MANUAL_REVIEW at once.
+		gateway.WithLedgerOptions(ledger.WithCallTimeout(300*time.Millisecond), ledger.WithRecordTimeout(2*time.Second),
+			ledger.WithPolling(time.Millisecond, time.Millisecond, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +131,66 @@ func (w *world) client(caller string) *client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// httpAs is an HTTP client of the gateway over TLS presenting caller's
+// certificate ("" for none), as a browser with it imported would.
+func (w *world) httpAs(caller string) *http.Client {
+	t := w.t
+	t.Helper()
+	var cfg *tls.Config
+	var err error
+	if caller == "" {
+		cfg, err = client.TLSConfig(w.certs.CA, "", "")
+	} else {
+		cfg, err = client.TLSConfig(w.certs.CA, w.certs.Clients[caller].Cert, w.certs.Clients[caller].Key)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true},
+		// A decision answers a redirect: the test reads it, not its target.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
+// reviewed is a MANUAL_REVIEW record of g's task: an effect whose every
+// answer is lost, approved, dispatched (UNKNOWN) and reconciled.
+func (w *world) reviewed(c *client.Client, g coordinator.Grant, operation string) ledger.Record {
+	t := w.t
+	t.Helper()
+	rec := w.propose(c, g, operation, kindLost, "db-2", map[string]string{"role": "primary"})
+	if _, err := w.client("approver").Authorize(ctxOf(t), g.Tenant, g.Task, operation, ledger.Approval{
+		ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Policy: "v1"}); err != nil {
+		t.Fatalf("Authorize %s: %v", operation, err)
+	}
+	if rec, err := c.Dispatch(ctxOf(t), g, operation); err != nil || rec.State != ledger.Unknown {
+		t.Fatalf("Dispatch %s: %s, %v; want UNKNOWN (every answer is lost)", operation, rec.State, err)
+	}
+	recs, err := c.Reconcile(ctxOf(t), g)
+	if err != nil || len(recs) != 1 || recs[0].State != ledger.ManualReview {
+		t.Fatalf("Reconcile: %v, %+v; want %s in MANUAL_REVIEW", err, recs, operation)
+	}
+	return recs[0]
+}
+
+// lostAnswers is a provider whose every answer is lost and whose world
+// says nothing: a dispatch is UNKNOWN, its reconciliation MANUAL_REVIEW.
+type lostAnswers struct{}
+
+const kindLost = "test.lost"
+
+func (lostAnswers) Kind() string              { return kindLost }
+func (lostAnswers) Contract() ledger.Contract { return ledger.Contract{} }
+func (lostAnswers) Precondition(context.Context, ledger.Effect) (ledger.Observation, error) {
+	return ledger.Observation{Digest: "world-1", At: time.Now()}, nil
+}
+func (lostAnswers) Apply(context.Context, ledger.Call) (ledger.Evidence, error) {
+	return ledger.Evidence{}, ledger.Ambiguous(context.DeadlineExceeded)
+}
+func (lostAnswers) Observe(context.Context, ledger.Record) (ledger.Outcome, ledger.Evidence, error) {
+	return ledger.Inconclusive, ledger.Evidence{}, nil
 }
 
 // session opens a session of caller's, closed at the end of the test.
