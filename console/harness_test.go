@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,14 +106,23 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(srv.Handler())
+	// The requests in flight, waited for before etcd stops: the server's
+	// Close does not wait for an HTTP/2 request whose connection the
+	// client closed.
+	var inflight sync.WaitGroup
+	api := srv.Handler()
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
+		api.ServeHTTP(rw, r)
+	}))
 	ts.EnableHTTP2 = true
 	ts.TLS = tlsCfg
 	// Chromium opens connections it never uses (preconnects): their
 	// handshakes end in EOF, which net/http would log.
 	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 	ts.StartTLS()
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.Close(); inflight.Wait() })
 	w.url = ts.URL
 	return w
 }

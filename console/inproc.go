@@ -26,7 +26,10 @@ type inproc struct{ api http.Handler }
 
 func (t inproc) RoundTrip(req *http.Request) (*http.Response, error) {
 	st, _ := req.Context().Value(browserTLS{}).(*tls.ConnectionState)
-	r := req.Clone(req.Context())
+	// The call's context ends with the request's or when its answer is
+	// closed, as a stream reset would end a remote call's.
+	ctx, cancel := context.WithCancel(req.Context())
+	r := req.Clone(ctx)
 	r.TLS = st // nil: the API answers unauthenticated, as to a browser without a certificate
 	r.RemoteAddr = "console"
 	r.RequestURI = r.URL.RequestURI()
@@ -39,10 +42,12 @@ func (t inproc) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	pr, pw := io.Pipe()
 	w := &pipeWriter{header: http.Header{}, body: pw, ready: make(chan struct{})}
+	served := make(chan struct{})
 	go func() {
 		defer func() {
 			w.start(http.StatusOK)
 			_ = pw.Close()
+			close(served)
 		}()
 		t.api.ServeHTTP(w, r)
 	}()
@@ -50,10 +55,30 @@ func (t inproc) RoundTrip(req *http.Request) (*http.Response, error) {
 	case <-w.ready:
 	case <-req.Context().Done():
 		_ = pr.CloseWithError(req.Context().Err())
+		cancel()
+		<-served
 		return nil, req.Context().Err()
 	}
 	return &http.Response{Status: http.StatusText(w.code), StatusCode: w.code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: w.sent, Body: pr, ContentLength: -1, Request: req}, nil
+		Header: w.sent, Body: answer{pr, cancel, served}, ContentLength: -1, Request: req}, nil
+}
+
+// answer is the body of an in-process call. Closing it ends the call and
+// waits until the API's handler has returned, so that a console request
+// ends only after the calls it made (a watch's handler frees its limit
+// unit after its stream ends): a server shutting down waits for the
+// console's requests, and with them for their calls.
+type answer struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+	served <-chan struct{}
+}
+
+func (a answer) Close() error {
+	err := a.PipeReader.Close()
+	a.cancel()
+	<-a.served
+	return err
 }
 
 // pipeWriter is the API handler's http.ResponseWriter: the header goes out

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -53,8 +54,13 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	ss := scopes(cl.id)
 	events := make(chan liveEvent, 64)
 	synced := make(chan struct{}, len(ss))
+	// The request ends after its watches: their calls end with it.
+	var watches sync.WaitGroup
+	defer watches.Wait()
 	for _, s := range ss {
+		watches.Add(1)
 		go func() {
+			defer watches.Done()
 			err := cl.api.Watch(cl.ctx, s, func(ev coordinator.OwnershipEvent) error {
 				le := liveOf(ev)
 				if ev.Type == coordinator.EventClaimed {
