@@ -260,8 +260,5 @@ func refusalIn(page string) string {
 	if m := refusalRE.FindStringSubmatch(page); m != nil {
 		return strings.Join(strings.Fields(m[1]), " ")
 	}
-	if len(page) > 500 {
-		page = page[:500]
-	}
-	return "(no refusal) " + page
+	return "(no refusal on the page)"
 }
