@@ -3,6 +3,7 @@ package console_test
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -50,6 +51,12 @@ func TestOperatorResolvesAManualReviewRecordFromThePage(t *testing.T) {
 		t.Errorf("the resolve form offers %v, want %v", opts, want)
 	}
 	p.Screenshot(t, "operation as an operator")
+	p.Navigate(t, w.url+"/console/effects")
+	if got := text(t, p, ".needs-human tbody tr"); !contains(got, "MANUAL_REVIEW", "op-review") {
+		t.Errorf("the operator's Effects page lists first %q, want op-review in MANUAL_REVIEW", got)
+	}
+	p.Screenshot(t, "effects as an operator")
+	p.Navigate(t, w.url+page)
 
 	// Refused, nothing written: CONFIRMED and FAILED without evidence; a
 	// detail that is not JSON.
@@ -201,7 +208,7 @@ func submit(t *testing.T, p *browser.Page, sel string, fields map[string]string)
 	waitFor(t, p, "the answer to the form", `window.submitted !== true && document.readyState === "complete"`)
 }
 
-// get answers url's status and body.
+// get answers url's status and body (HTML entities decoded).
 func get(t *testing.T, hc *http.Client, u string) (int, string) {
 	t.Helper()
 	resp, err := hc.Get(u)
@@ -213,11 +220,11 @@ func get(t *testing.T, hc *http.Client, u string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, html.UnescapeString(string(b))
 }
 
 // post sends form to u as a browser's form post from origin ("": no Origin
-// header) and answers the status and body.
+// header) and answers the status and body (HTML entities decoded).
 func post(t *testing.T, hc *http.Client, u, origin string, form url.Values) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
@@ -237,7 +244,7 @@ func post(t *testing.T, hc *http.Client, u, origin string, form url.Values) (int
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, html.UnescapeString(string(b))
 }
 
 var (

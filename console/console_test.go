@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/leasegate/leasegate/gateway/devprovider"
 	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/browser"
+	"github.com/leasegate/leasegate/testsupport/lgtest"
 )
 
 // The Now page's task list, on an operator's browser, follows ownership as
@@ -116,6 +118,17 @@ func TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused(t *testing.T) {
 	if got := text(t, p, "#refusal"); !contains(got, "permission_denied", "is not a") {
 		t.Errorf("forged approval answered %q, want the API's permission_denied", got)
 	}
+	p.Screenshot(t, "forged approval refused")
+	p.Navigate(t, w.url+"/console/")
+	if got := text(t, p, `tr[data-key="tenant-a/db"] td.owner`); got != g.Owner {
+		t.Errorf("the worker's Now page shows tenant-a/db owned by %q, want %s", got, g.Owner)
+	}
+	p.Screenshot(t, "now as a worker")
+	p.Navigate(t, w.url+"/console/effects")
+	if got := text(t, p, `tr[data-operation="op-1"]`); !contains(got, "PROPOSED", "op-1") {
+		t.Errorf("the worker's Effects page lists op-1 as %q", got)
+	}
+	p.Screenshot(t, "effects as a worker")
 	after, _, err := c.Record(ctxOf(t), tenant, "db", "op-1")
 	if err != nil || after.State != ledger.Proposed || after.Seq != rec.Seq {
 		t.Errorf("record after the forged approval: %s seq %d (%v), want PROPOSED seq %d", after.State, after.Seq, err, rec.Seq)
@@ -147,6 +160,7 @@ func TestPostWithoutTheActionTokenIsRefused(t *testing.T) {
 	if got := text(t, p, "#refusal"); !contains(got, "permission_denied", "another site") {
 		t.Errorf("cross-site POST answered %q, want refused as from another site", got)
 	}
+	p.Screenshot(t, "cross-site post refused")
 	// From the console's own origin, without the token: the token is the
 	// check (Origin and Sec-Fetch-Site say same-origin here).
 	p = w.page(b, "/console/")
@@ -188,4 +202,50 @@ func forge(t *testing.T, p *browser.Page, path string, fields map[string]string)
 	js += `document.body.appendChild(f);window.forged=true;f.submit();return true})()`
 	eval[bool](t, p, js)
 	waitFor(t, p, "the answer to the form", `window.forged !== true && document.readyState === "complete"`)
+}
+
+// A browser presenting a certificate the CA issued but the configuration
+// does not name, and a client presenting none, get the page that asks who
+// they are and how to present a certificate: no page of the console, no
+// action token, no stream, and a decision from them is refused before
+// anything is read or written.
+func TestACallerWithoutAKnownCertificateIsAskedWhoItIs(t *testing.T) {
+	w := newWorld(t)
+	c := w.client("worker")
+	g, err := w.session(c).Claim(ctxOf(t), tenant, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.propose(c, g, "op-1", devprovider.KindPromote, "db-2", nil)
+
+	p := w.page(w.browserAs("stranger"), "/console/")
+	if got := text(t, p, "h1"); got != "Who are you?" {
+		t.Errorf("heading %q, want the page asking who the browser is", got)
+	}
+	if got := text(t, p, "#refusal"); !contains(got, "unauthenticated", w.certs.IDs["stranger"], "is not in the server's configuration") {
+		t.Errorf("the page says %q", got)
+	}
+	if got := text(t, p, "main"); !strings.Contains(got, "Presenting a certificate") {
+		t.Errorf("the page does not say how to present a certificate: %q", got)
+	}
+	if eval[bool](t, p, `!!document.querySelector('meta[name="leasegate-action-token"], #tasks, form[method="post"]')`) {
+		t.Error("the page for an unknown certificate has an action token, the task list or a form")
+	}
+	p.Screenshot(t, "who are you (a certificate the configuration does not name)")
+
+	lgtest.WritesNothing(t, w.etcd, w.c.Keys().Prefix(), "requests of unknown callers", func() {
+		for caller, why := range map[string]string{"": "no client certificate", "stranger": "is not in the server's configuration"} {
+			hc := w.httpAs(caller)
+			for _, path := range []string{"/console/", "/console/effects", "/console/op/tenant-a/db/op-1", "/console/live"} {
+				status, page := get(t, hc, w.url+path)
+				if status != http.StatusUnauthorized || !contains(page, "Who are you?", "unauthenticated", why) || strings.Contains(page, "leasegate-action-token") {
+					t.Errorf("%s with certificate %q: HTTP %d %s", path, caller, status, refusalIn(page))
+				}
+			}
+			status, page := post(t, hc, w.url+"/console/op/tenant-a/db/op-1/reject", w.url, url.Values{"reason": {"no"}})
+			if status != http.StatusUnauthorized || !contains(page, "unauthenticated", why) {
+				t.Errorf("a rejection with certificate %q: HTTP %d %s", caller, status, refusalIn(page))
+			}
+		}
+	})
 }
