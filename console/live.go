@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -17,6 +18,13 @@ import (
 // changes, so that a proxy between browser and gateway keeps it open. It
 // touches no etcd: the stream's changes come from the watch alone.
 const liveBeat = 20 * time.Second
+
+// liveRetry is how long the browser waits before it opens the live stream
+// again after the stream ended because none of its watches runs any more
+// (refused — the identity holds its limit of watch streams — or ended by
+// the API): the stream does not stay open carrying nothing, and the page
+// tries again at this pace, never in a tight loop.
+const liveRetry = 15 * time.Second
 
 // liveEvent is one change of the live task list, as the page's script
 // reads it.
@@ -75,7 +83,10 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 					return cl.ctx.Err()
 				}
 			}, client.WithSynced(func() { synced <- struct{}{} }))
-			if err != nil && cl.ctx.Err() == nil {
+			if cl.ctx.Err() == nil {
+				if err == nil {
+					err = errors.New("the watch ended")
+				}
 				c.lg.Info("console live watch ended", zap.String("identity", cl.id.ID), zap.String("tenant", s), zap.Error(err))
 				select {
 				case events <- liveEvent{Type: "error", Tenant: s, Error: refusalOf(err).Detail}:
@@ -86,7 +97,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	}
 	beat := time.NewTicker(liveBeat)
 	defer beat.Stop()
-	waiting := len(ss)
+	waiting, running := len(ss), len(ss)
 	for {
 		var le liveEvent
 		select {
@@ -104,12 +115,22 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 			}
 			le = liveEvent{Type: "synced", TTLLeft: -1}
 		case le = <-events:
+			if le.Type == "error" {
+				running--
+			}
 		}
 		b, _ := json.Marshal(le)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+		retry := ""
+		if running == 0 {
+			retry = fmt.Sprintf("retry: %d\n", liveRetry.Milliseconds())
+		}
+		if _, err := fmt.Fprintf(w, "%sdata: %s\n\n", retry, b); err != nil {
 			return
 		}
 		fl.Flush()
+		if running == 0 {
+			return // no watch left: end the stream, the browser opens it again after liveRetry
+		}
 	}
 }
 

@@ -54,16 +54,19 @@
   }
   setInterval(tick, 1000);
 
+  var lastError = "";
   var es = new EventSource(document.querySelector("link[rel=stylesheet]").getAttribute("href").replace("static/console.css", "live"));
   es.onmessage = function (m) {
     var ev = JSON.parse(m.data);
     if (ev.type === "synced") {
+      lastError = "";
       state.textContent = "live";
       state.className = "live on";
       document.body.dataset.live = "synced";
       return;
     }
     if (ev.type === "error") {
+      lastError = ev.error;
       state.textContent = "not live: " + ev.error;
       state.className = "live off";
       return;
@@ -72,7 +75,9 @@
     document.body.dataset.events = String(Number(document.body.dataset.events || 0) + 1);
   };
   es.onerror = function () {
-    state.textContent = "reconnecting…";
+    // A stream whose watches all ended closes after its error: keep
+    // saying why while the browser tries again.
+    state.textContent = lastError ? "not live: " + lastError + " (trying again)" : "reconnecting…";
     state.className = "live off";
     document.body.dataset.live = "";
   };
