@@ -31,12 +31,19 @@ func topologyDigest(writer, promoting string) string {
 	return "writer=" + writer + ";promoting=" + orDash(promoting)
 }
 
-// trafficDigest is the traffic change's precondition digest: the topology
-// and the record's value at the DNS provider, so that an operator's edit
-// of the record after the approval is a changed world.
+// trafficDigest is the digest of a traffic change's world as the --worker
+// world's gateway observes it (worker_world.go): the topology and the
+// record's value at the DNS provider, so that an operator's edit of the
+// record after the approval is a changed world.
 func trafficDigest(writer, promoting, record string) string {
 	return topologyDigest(writer, promoting) + ";record=" + record
 }
+
+// recordDigest is the fenced design's traffic precondition digest: the
+// record's value at the DNS provider, all a DNS provider can show. That
+// traffic follows the writer is the change's requirement on the
+// topology's world (proposeTraffic), not the DNS provider's.
+func recordDigest(record string) string { return "record=" + record }
 
 // topologyAdapter is the gateway's adapter for the database provider. Its
 // contract is Aurora's: no idempotency key, no lookup by id, no
@@ -135,10 +142,13 @@ func (a dnsAdapter) Contract() ledger.Contract {
 	return ledger.Contract{Lookup: true, RetrySafe: true, Retention: dnsRetention, Conditional: true}
 }
 
-// Precondition is the topology and the record's value now: traffic follows
-// the writer, and the record is what the workflow last left it.
+// Precondition is the record's value now, from the DNS provider: the
+// record is what the workflow last left it. The writer is not the DNS
+// provider's to show: a change that must follow it requires the
+// topology's world (ledger.Requirement), which the gateway observes
+// through the database adapter.
 func (a dnsAdapter) Precondition(ctx context.Context, e ledger.Effect) (ledger.Observation, error) {
-	return a.wk.trafficNow(), nil
+	return a.wk.recordObservation(a.wk.w.dns.Record(a.wk.caller(""))), nil
 }
 
 func (a dnsAdapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence, error) {
@@ -276,21 +286,16 @@ func (wk *worker) topologyNow() ledger.Observation {
 	return wk.observation(wk.w.topo.Describe(wk.caller("")))
 }
 
-// trafficNow is the traffic change's revalidation read: the topology and
-// the record, from their authorities.
-func (wk *worker) trafficNow() ledger.Observation {
-	writer, promoting := wk.w.topo.Describe(wk.caller(""))
-	return wk.trafficObservation(writer, promoting, wk.w.dns.Record(wk.caller("")))
-}
-
 func (wk *worker) observation(writer, promoting string) ledger.Observation {
 	d, _ := json.Marshal(map[string]string{"writer": writer, "promoting": promoting})
 	return ledger.Observation{Digest: topologyDigest(writer, promoting), At: simTime(wk.w.s.now), Detail: d}
 }
 
-func (wk *worker) trafficObservation(writer, promoting, record string) ledger.Observation {
-	d, _ := json.Marshal(map[string]string{"writer": writer, "promoting": promoting, "record": record})
-	return ledger.Observation{Digest: trafficDigest(writer, promoting, record), At: simTime(wk.w.s.now), Detail: d}
+// recordObservation is the DNS adapter's observation of the record's
+// value (the detail's record is the prerequisite Apply sends).
+func (wk *worker) recordObservation(record string) ledger.Observation {
+	d, _ := json.Marshal(map[string]string{"record": record})
+	return ledger.Observation{Digest: recordDigest(record), At: simTime(wk.w.s.now), Detail: d}
 }
 
 func (wk *worker) evidence(ids []string, what string) ledger.Evidence {

@@ -254,6 +254,12 @@ type runner struct {
 	// bypassOnWake breaks the fenced design for a test: a worker woken from
 	// a stop beside the gateway calls the DNS provider itself.
 	bypassOnWake bool
+	// dropTrafficRequirement breaks the fenced design for a test: its
+	// traffic changes require nothing of the topology; atTrafficDispatch,
+	// if set, runs in a simulated fenced worker just before each traffic
+	// dispatch (a test's change of the world there).
+	dropTrafficRequirement bool
+	atTrafficDispatch      func(wk *worker)
 	// progress: done of total trials; mu orders the Progress calls.
 	mu          sync.Mutex
 	done, total int

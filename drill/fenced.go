@@ -14,7 +14,9 @@ import (
 // its exact digests and dispatched only through the gateway (the fence); a
 // takeover reconciles what the previous owner left against the provider;
 // the traffic change is its own operation, proposed after the topology
-// settled and revalidated again at dispatch.
+// settled, requiring the topology (the database adapter's world) to still
+// show the writer it points traffic at: the gateway revalidates that
+// requirement at dispatch and sends nothing once the writer moved.
 //
 // This file is the design's only implementation. It runs on a fencedPort:
 // the world as one worker meets it — its gateway, its clock, and what it
@@ -76,6 +78,7 @@ const (
 // a worker's.
 type gateway interface {
 	Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error)
+	ProposeRequiring(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation, requires []ledger.Requirement) (ledger.Record, error)
 	Dispatch(ctx context.Context, g coordinator.Grant, operation string) (ledger.Record, error)
 	Reconcile(ctx context.Context, g coordinator.Grant) ([]ledger.Record, error)
 	List(ctx context.Context, tenant, task string, state ledger.State) ([]ledger.Record, error)
@@ -149,9 +152,13 @@ type fencedPort interface {
 	verifyView() (record, writer, promoting string, err error)
 	// The design's proposals as this worker's build writes them: the n-th
 	// promotion intent, the n-th traffic intent toward writer, each with
-	// the world it is proposed against.
+	// the world it is proposed against; the traffic intent also with what
+	// it requires of the database adapter's world: the topology showing
+	// writer, as the worker saw it when it chose writer (view). The
+	// gateway observes that world again at dispatch and supersedes the
+	// change, nothing sent, if it moved.
 	proposePromotion(n int) (string, ledger.Effect, ledger.Observation, error)
-	proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, error)
+	proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, []ledger.Requirement, error)
 	// trafficValue is where a traffic record points the record; original
 	// the writer before the incident.
 	trafficValue(rec ledger.Record) string
@@ -324,11 +331,14 @@ func adoptable(found []ledger.Record) (ledger.Record, bool) {
 
 // traffic points the record at the writer as its own operation, after the
 // topology settled (as the worker sees it), and verifies from both
-// authorities that the record follows the writer. The worker proposes; the
-// world's traffic policy (or, over an operator's edit, the commander)
-// decides. A superseded change (the worker's view was stale: the gateway
-// revalidated it), or one refused as not toward the writer, is followed by
-// a new intent with a new id. A refusal while the record is not what the
+// authorities that the record follows the writer. The change requires the
+// topology to show the writer it points at (proposeTraffic): the gateway,
+// not the worker, looks at the writer when the change is sent. The worker
+// proposes; the world's traffic policy (or, over an operator's edit, the
+// commander) decides. A superseded change (the worker's view was stale, or
+// the writer moved after the proposal: the gateway revalidated it), or one
+// refused as not toward the writer, is followed by a new intent with a new
+// id. A refusal while the record is not what the
 // workflow last left it (an operator's edit the commander let stand) is a
 // hold. The record is never changed around the gateway: an operator's edit
 // reaches the commander as the next proposal's precondition.
@@ -379,11 +389,11 @@ func (f *fencedRun) traffic() error {
 			if _, err := f.editedOutOfBand(found); err != nil {
 				return err
 			}
-			id, e, pre, err := p.proposeTraffic(len(found)+1, writer)
+			id, e, pre, requires, err := p.proposeTraffic(len(found)+1, writer)
 			if err != nil {
 				return p.check("observe", err)
 			}
-			rec, err = f.l.Propose(p.ctx(), p.grantNow(), id, e, pre)
+			rec, err = f.l.ProposeRequiring(p.ctx(), p.grantNow(), id, e, pre, requires)
 			if err := p.check("propose", err); err != nil {
 				return err
 			}

@@ -42,6 +42,11 @@ type realPort struct {
 	// record is the traffic record's value as last read (for a hold's
 	// event).
 	record string
+	// seenTopo is the last topology read that showed a single writer, and
+	// seenWriter that writer ("" after a read that showed none): the world
+	// a traffic change is proposed from and requires.
+	seenTopo   ledger.Observation
+	seenWriter string
 }
 
 var _ fencedPort = (*realPort)(nil)
@@ -172,8 +177,9 @@ func (p *realPort) topology() (writer, unsettled string, err error) {
 	if err := json.Unmarshal(o.Detail, &t); err != nil {
 		return "", "", fmt.Errorf("the gateway's topology: %w", err)
 	}
-	if ws := t.Writers(); len(ws) == 1 {
-		return ws[0], "", nil
+	p.seenTopo, p.seenWriter = o, oneWriter(t.Writers())
+	if p.seenWriter != "" {
+		return p.seenWriter, "", nil
 	}
 	return "", fmt.Sprint(t.Writers()), nil
 }
@@ -220,13 +226,27 @@ func (p *realPort) proposePromotion(n int) (string, ledger.Effect, ledger.Observ
 	return id, e, pre, err
 }
 
-func (p *realPort) proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, error) {
+// proposeTraffic is the n-th traffic intent toward writer, against the
+// record as the gateway's DNS adapter shows it now, requiring the
+// topology — pgpromote's observation of the promotion's world — to be the
+// one the worker chose writer from (its last view, showing writer as the
+// single writer). pgpromote's digest is each node's role, timeline and
+// system identifier, not its LSN or start time, so the requirement holds
+// while the servers only replicate, and changes when a node changes role
+// or timeline, stops or comes back. The design views the topology just
+// before it proposes (settledView): a last view that did not show writer
+// is the drill's own error.
+func (p *realPort) proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, []ledger.Requirement, error) {
 	if _, ok := realAddr[writer]; !ok {
-		return "", ledger.Effect{}, ledger.Observation{}, fmt.Errorf("no address for the writer %q", writer)
+		return "", ledger.Effect{}, ledger.Observation{}, nil, fmt.Errorf("no address for the writer %q", writer)
+	}
+	if p.seenWriter != writer {
+		return "", ledger.Effect{}, ledger.Observation{}, nil, fmt.Errorf("no topology read shows the writer %q (the last showed %q)", writer, p.seenWriter)
 	}
 	e := realTraffic(writer)
 	pre, err := p.observe(e)
-	return fmt.Sprintf("traffic/%s/%d", p.wk.w.task, n), e, pre, err
+	requires := []ledger.Requirement{{Effect: realPromotion(), Precondition: p.seenTopo}}
+	return fmt.Sprintf("traffic/%s/%d", p.wk.w.task, n), e, pre, requires, err
 }
 
 func (p *realPort) trafficValue(rec ledger.Record) string { return realTrafficValue(rec) }
@@ -263,6 +283,10 @@ var _ gateway = realGateway{}
 
 func (g realGateway) Propose(ctx context.Context, gr coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error) {
 	return g.p.c.Propose(ctx, gr, operation, e, pre)
+}
+
+func (g realGateway) ProposeRequiring(ctx context.Context, gr coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation, requires []ledger.Requirement) (ledger.Record, error) {
+	return g.p.c.ProposeRequiring(ctx, gr, operation, e, pre, requires)
 }
 
 func (g realGateway) Reconcile(ctx context.Context, gr coordinator.Grant) ([]ledger.Record, error) {

@@ -83,18 +83,32 @@ func (p simPort) proposePromotion(n int) (string, ledger.Effect, ledger.Observat
 	writer, promoting := p.observe()
 	id := p.promotionID(n)
 	p.w.effects[id] = "promote"
-	return id, ledger.Effect{Kind: kindPromote, Target: clusterSecondary, Params: p.promotionParams(), Policy: policyPromote},
-		p.observation(writer, promoting), nil
+	return id, p.promotion(), p.observation(writer, promoting), nil
 }
 
-func (p simPort) proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, error) {
+// promotion is the incident's promotion as this worker's build writes it.
+func (p simPort) promotion() ledger.Effect {
+	return ledger.Effect{Kind: kindPromote, Target: clusterSecondary, Params: p.promotionParams(), Policy: policyPromote}
+}
+
+// proposeTraffic is the n-th traffic intent toward writer, against the
+// record's value at the DNS provider, requiring the topology — the
+// database adapter's world, observed for the promotion — to show writer
+// with no promotion in progress: the world the worker chose writer from
+// (settledView). A view that was stale (the stale-cache fault), or a
+// writer that moves before the dispatch, is a requirement the gateway
+// finds changed: SUPERSEDED, nothing sent.
+func (p simPort) proposeTraffic(n int, writer string) (string, ledger.Effect, ledger.Observation, []ledger.Requirement, error) {
 	w := p.w
 	id := fmt.Sprintf("traffic/%s/%d", w.task, n)
 	w.effects[id] = "traffic"
 	params, _ := json.Marshal(trafficParams{Record: recordName, Value: writer})
-	_, promoting := w.topo.Describe(p.caller(""))
+	requires := []ledger.Requirement{{Effect: p.promotion(), Precondition: p.observation(writer, "")}}
+	if w.run.dropTrafficRequirement {
+		requires = nil // a broken design, for the test that pins the requirement
+	}
 	return id, ledger.Effect{Kind: kindTraffic, Target: recordName, Params: params, Policy: policyTraffic},
-		p.trafficObservation(writer, promoting, w.dns.Record(p.caller(""))), nil
+		p.recordObservation(w.dns.Record(p.caller(""))), requires, nil
 }
 
 func (p simPort) trafficValue(rec ledger.Record) string {
@@ -108,6 +122,9 @@ func (p simPort) seen(rec ledger.Record) { p.w.effects[rec.Operation] = effectNa
 // beforeDispatch: a dispatch takes a step of the worker's time, unless the
 // scenario's script times the promotion's dispatch.
 func (p simPort) beforeDispatch(rec ledger.Record) {
+	if rec.Effect.Kind == kindTraffic && p.w.run.atTrafficDispatch != nil {
+		p.w.run.atTrafficDispatch(p.worker)
+	}
 	if rec.Effect.Kind != kindPromote || !p.until("dispatch") {
 		p.a.step()
 	}

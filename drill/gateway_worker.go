@@ -20,8 +20,12 @@ var _ gateway = hopLedger{}
 
 func (h hopLedger) self() *client.Client { return h.wk.w.gw.clients[h.wk.name] }
 
-func (h hopLedger) Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (rec ledger.Record, err error) {
-	h.wk.atGateway(ctx, func(ctx context.Context) { rec, err = h.self().Propose(ctx, g, operation, e, pre) })
+func (h hopLedger) Propose(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation) (ledger.Record, error) {
+	return h.ProposeRequiring(ctx, g, operation, e, pre, nil)
+}
+
+func (h hopLedger) ProposeRequiring(ctx context.Context, g coordinator.Grant, operation string, e ledger.Effect, pre ledger.Observation, requires []ledger.Requirement) (rec ledger.Record, err error) {
+	h.wk.atGateway(ctx, func(ctx context.Context) { rec, err = h.self().ProposeRequiring(ctx, g, operation, e, pre, requires) })
 	return rec, err
 }
 

@@ -2,6 +2,8 @@ package drill_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -9,9 +11,15 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasegate/leasegate/adapters/dnsupdate"
+	"github.com/leasegate/leasegate/adapters/pgpromote"
 	_ "github.com/leasegate/leasegate/cli" // the drill runs leasegate serve from its own binary
+	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/drill"
 	"github.com/leasegate/leasegate/embedtest"
+	"github.com/leasegate/leasegate/ledger"
 	"github.com/leasegate/leasegate/testsupport/realprov"
 )
 
@@ -144,6 +152,55 @@ func TestRealProvidersDrill(t *testing.T) {
 		if !logged || tr.FinalWriter != "db-b" {
 			t.Errorf("fenced trial %d: promote in the standby's log %v, final writer %s; want the promoted db-b", tr.Trial, logged, tr.FinalWriter)
 		}
+	}
+	requiresTheWriter(ctx, t, cli, "/real/trials", trials)
+}
+
+// requiresTheWriter checks, in the ledger as etcd holds it under prefix,
+// every traffic change the fenced design proposed in trials 0..trials-1:
+// each requires pgpromote's world (the topology) to show, as its single
+// writer, the node whose address the change points the record at — so
+// the gateway, which revalidates it at dispatch, sends nothing once the
+// writer moved.
+func requiresTheWriter(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string, trials int) {
+	t.Helper()
+	coord, err := coordinator.New(ctx, cli, coordinator.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.New(coord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := map[string]string{"db-a": "10.0.0.1", "db-b": "10.0.0.2"}
+	changes := 0
+	for trial := range trials {
+		recs, err := l.List(ctx, "drill-fenced", fmt.Sprintf("incident-%d", trial), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rec.Effect.Kind != dnsupdate.Kind {
+				continue
+			}
+			changes++
+			var p dnsupdate.Params
+			_ = json.Unmarshal(rec.Effect.Params, &p)
+			if len(rec.Requires) != 1 || rec.Requires[0].Effect.Kind != pgpromote.Kind {
+				t.Errorf("trial %d: traffic change %s to %s requires %+v, want the topology (%s)", trial, rec.Operation, p.Value, rec.Requires, pgpromote.Kind)
+				continue
+			}
+			var topo pgpromote.Topology
+			_ = json.Unmarshal(rec.Requires[0].Precondition.Detail, &topo)
+			ws := topo.Writers()
+			if len(ws) != 1 || addr[ws[0]] != p.Value || rec.Requires[0].Precondition.Digest != topo.Digest() {
+				t.Errorf("trial %d: traffic change %s to %s requires writers %v (digest %s of %s), want its own target the single writer",
+					trial, rec.Operation, p.Value, ws, rec.Requires[0].Precondition.Digest, topo.Digest())
+			}
+		}
+	}
+	if changes == 0 {
+		t.Errorf("no traffic change in the fenced trials' ledger")
 	}
 }
 
