@@ -171,3 +171,31 @@ func TestATaskNobodyHoldsIsNeitherStaleNorTimed(t *testing.T) {
 			lgtest.Is("TTL read only while owned", (held.TTLLeft >= 1) == !rotated && (held.TTLLeft == -1) == rotated))
 	}
 }
+
+// TestOwnerReadsNoSiblingTask: Owner of a task reads that task's keys
+// alone. A task never claimed, or released, whose name starts another
+// task's (job of job-1), shows nobody, and its own fence (none, or its
+// released epoch), never the held sibling's holder or fence.
+func TestOwnerReadsNoSiblingTask(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	c := lgtest.Coordinator(t, cl)
+	ctx := lgtest.Ctx(t)
+	s := lgtest.Session(t, c, "worker", 10*time.Second)
+	sib := lgtest.Claim(t, s, "t", "job-1")
+	own, err := c.Owner(ctx, "t", "job")
+	lgtest.Holds(t, fmt.Sprintf("Owner of job, never claimed, beside job-1 held: %+v %v", own, err),
+		lgtest.Is("no error", err == nil), lgtest.Is("nobody", own.Owner == "" && own.Epoch == 0 && own.Lease == 0),
+		lgtest.Is("no fence", own.Fence == 0), lgtest.Is("TTL unknown (-1)", own.TTLLeft == -1))
+	g := lgtest.Claim(t, s, "t", "job")
+	if err := c.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	own, err = c.Owner(ctx, "t", "job")
+	lgtest.Holds(t, fmt.Sprintf("Owner of job, released, beside job-1 held: %+v %v", own, err),
+		lgtest.Is("no error", err == nil), lgtest.Is("nobody", own.Owner == "" && own.Epoch == 0),
+		lgtest.Is("its own fence", own.Fence == g.Epoch))
+	own, err = c.Owner(ctx, "t", "job-1")
+	lgtest.Holds(t, fmt.Sprintf("Owner of job-1: %+v %v", own, err),
+		lgtest.Is("no error", err == nil), lgtest.Is("held at its epoch", own.Owned() && own.Epoch == sib.Epoch && own.Fence == sib.Epoch))
+}

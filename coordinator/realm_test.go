@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/leasegate/leasegate/coordinator"
 	"github.com/leasegate/leasegate/embedtest"
@@ -154,5 +156,68 @@ func TestNewRefusesAnAncestorCreatedAfterItsRead(t *testing.T) {
 	}
 	if want := "nested inside the leasegate keyspace at /anc"; !strings.Contains(err.Error(), want) {
 		t.Fatalf("New: %v; want it to say %q", err, want)
+	}
+}
+
+// TestNestingIsCheckedAtEveryEnclosingPrefix: a keyspace at /outer/lg,
+// whose own parent /outer holds none, encloses /outer/lg/a and
+// /outer/lg/a/b: New and Open of either are invalid_input naming
+// /outer/lg, and write nothing.
+func TestNestingIsCheckedAtEveryEnclosingPrefix(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	cli := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	if _, err := coordinator.New(ctx, cli, coordinator.WithPrefix("/outer/lg")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/outer/lg/a", "/outer/lg/a/b"} {
+		var err error
+		lgtest.RefusedWritingNothing(t, cli, "", coordinator.InvalidInput, func() error {
+			_, err = coordinator.New(ctx, cli, coordinator.WithPrefix(p))
+			return err
+		})
+		if want := "nested inside the leasegate keyspace at /outer/lg "; !strings.Contains(err.Error(), want) {
+			t.Fatalf("New(%s): %v; want it to say %q", p, err, want)
+		}
+		lgtest.RefusedWritingNothing(t, cli, "", coordinator.InvalidInput, func() error {
+			_, err = coordinator.Open(ctx, cli, coordinator.WithPrefix(p))
+			return err
+		})
+	}
+}
+
+// TestNewHeldOnItsReadKeepsTheNestingCheck: the enclosing prefixes are
+// read without the nesting check only when etcd's auth denies reading
+// them. A read that fails as a hold (its answer lost) is
+// authority_unavailable, and nothing is written; the same New, answered,
+// is invalid_input: never a keyspace created inside another.
+func TestNewHeldOnItsReadKeepsTheNestingCheck(t *testing.T) {
+	t.Parallel()
+	cl := embedtest.NewCluster(t)
+	root := cl.Client(t)
+	ctx := lgtest.Ctx(t)
+	if _, err := coordinator.New(ctx, root, coordinator.WithPrefix("/lg")); err != nil {
+		t.Fatal(err)
+	}
+	lost := &lgtest.TxnAnswers{Err: status.Error(codes.Unavailable, "answer lost (test)"), Once: true}
+	cli := lgtest.ClientWith(t, cl, lost)
+	for _, open := range []func() (*coordinator.Coordinator, error){
+		func() (*coordinator.Coordinator, error) {
+			return coordinator.New(ctx, cli, coordinator.WithPrefix("/lg/inner"))
+		},
+		func() (*coordinator.Coordinator, error) {
+			return coordinator.Open(ctx, cli, coordinator.WithPrefix("/lg/inner"))
+		},
+	} {
+		lost.Arm()
+		lgtest.RefusedWritingNothing(t, root, "", coordinator.AuthorityUnavailable, func() error {
+			_, err := open()
+			return err
+		})
+		lgtest.RefusedWritingNothing(t, root, "", coordinator.InvalidInput, func() error {
+			_, err := open()
+			return err
+		})
 	}
 }

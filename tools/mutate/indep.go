@@ -182,6 +182,18 @@ var indepMutations = []Mutation{
 		`If: c.Guard(g)[:1], Then: []clientv3.Op{clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`),
 	ind("release/refusal-swallowed", releaseGo, "a refused Release reports success",
 		`return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`, `_ = c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`),
+	// (planted from the source only, one at a time: the first two were
+	// killed by the tests already there; the third survived until
+	// TestReleaseLeavesSiblingTasksHeld)
+	ind("release/unvalidated", releaseGo, "Release sends a grant Validate refuses: bad input is a refusal by etcd, not invalid_input before any I/O",
+		`if err := g.Validate(); err != nil {`, `if err := g.Validate(); err != nil && false {`).
+		killedBy("./coordinator", "TestBadInputWritesNothing"),
+	ind("release/holder-undescribed", releaseGo, "a refused Release names the holder without its state and TTL left",
+		`return c.s.DescribeHolder(ctx, c.s.CheckGuard("release", g, resp.Responses))`, `return c.s.CheckGuard("release", g, resp.Responses)`).
+		killedBy("./coordinator", "TestCurrentAnswersEachRefusal"),
+	ind("release/delete-prefix", releaseGo, "Release deletes the owner key as a prefix: releasing job deletes the owner keys of job-1 and job%2Fx",
+		`clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task))}`, `clientv3.OpDelete(c.keys.Owner(g.Tenant, g.Task), clientv3.WithPrefix())}`).
+		killedBy("./coordinator", "TestReleaseLeavesSiblingTasksHeld"),
 	ind("holder/fence-create-revision", holderGo, "the holder's fence epoch is read from the fence's CreateRevision (its first claim)",
 		`o.Fence = fence.ModRevision`, `o.Fence = fence.CreateRevision`),
 	ind("holder/epoch-create-revision", holderGo, "the holder's epoch is read from the owner key's CreateRevision, not its ModRevision",
@@ -310,6 +322,19 @@ var indepMutations = []Mutation{
 		`If:   append([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)}, c.noAncestorRealms()...),`,
 		`If:   []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(realmKey), "=", 0)},`).
 		killedBy("./coordinator", "TestNewRefusesAnAncestorCreatedAfterItsRead"),
+	// (planted from the source only, one at a time: the first was killed by
+	// the tests already there; the other two survived until
+	// TestNestingIsCheckedAtEveryEnclosingPrefix and
+	// TestNewHeldOnItsReadKeepsTheNestingCheck)
+	ind("realm/nested-subtree-sibling", realmGo, "the nesting exemption of an ancestor's drill subtree also covers a sibling sharing its prefix (/lg/drillx/a)",
+		`!strings.HasPrefix(p[i:], store.NestedSubtree)`, `!strings.HasPrefix(p[i:], strings.TrimSuffix(store.NestedSubtree, "/"))`).
+		killedBy("./coordinator", "TestOpenNeverWrites"),
+	ind("realm/outermost-ancestor-only", realmGo, "the nesting check reads the outermost enclosing prefix alone: a keyspace at /outer/lg does not enclose /outer/lg/a",
+		`keys = append(keys, store.NewKeys(p[:i]).Realm())`, `return append(keys, store.NewKeys(p[:i]).Realm())`).
+		killedBy("./coordinator", "TestNestingIsCheckedAtEveryEnclosingPrefix"),
+	ind("realm/any-failure-skips-nesting", realmGo, "any failed realm read, a hold among them, is retried without the nesting check: New creates a keyspace inside another",
+		`if DispositionOf(err) == PermissionDenied && len(c.ancestors) > 0 {`, `if err != nil && len(c.ancestors) > 0 {`).
+		killedBy("./coordinator", "TestNewHeldOnItsReadKeepsTheNestingCheck"),
 	// (a later round, from the source only: survived every package's
 	// tests; TestRotationWhoseStatusReadsFailDropsTheOldOrigin kills it)
 	ind("realm/rotate-old-origin-kept", realmGo, "a rotation whose status reads failed keeps the old realm's origin: realm show reports a realm written without leasegate instead of no origin recorded",
@@ -439,6 +464,18 @@ var indepMutations = []Mutation{
 	ind("ownership/list-ttl-zero", ownershipGo, "List shows a task nobody holds with 0 seconds left instead of -1 (unknown)",
 		`o = &Ownership{Tenant: t, Task: task, TTLLeft: -1, Revision: resp.Header.Revision}`, `o = &Ownership{Tenant: t, Task: task, TTLLeft: 0, Revision: resp.Header.Revision}`).
 		killedBy("./coordinator", "TestATaskNobodyHoldsIsNeitherStaleNorTimed"),
+	// (planted from the source only, one at a time: the first two were
+	// killed by the tests already there; the third survived until
+	// TestOwnerReadsNoSiblingTask)
+	ind("ownership/stale-by-create-revision", ownershipGo, "an owner key is marked stale by the realm key's CreateRevision: a key from before a rotation reads current",
+		`if o.Owner != "" && realm != nil && o.Epoch < realm.ModRevision {`, `if o.Owner != "" && realm != nil && o.Epoch < realm.CreateRevision {`).
+		killedBy("./coordinator", "TestLeasesAndStaleOwners"),
+	ind("ownership/list-owners-every-tenant", ownershipGo, "List of one tenant reads the owner keys of every tenant: another tenant's held tasks are listed",
+		`clientv3.OpGet(k.TaskPrefix(KindOwner, tenant), clientv3.WithPrefix()),`, `clientv3.OpGet(k.TaskPrefix(KindOwner, ""), clientv3.WithPrefix()),`).
+		killedBy("./coordinator", "TestKeyInjectivity"),
+	ind("ownership/owner-read-as-prefix", ownershipGo, "Owner reads the owner key as a prefix: a task nobody holds shows the holder of a sibling whose name starts with its own (job of job-1)",
+		`clientv3.OpGet(k.Owner(tenant, task)),`, `clientv3.OpGet(k.Owner(tenant, task), clientv3.WithPrefix()),`).
+		killedBy("./coordinator", "TestOwnerReadsNoSiblingTask"),
 
 	// ---- coordinator/watch.go
 	ind("watch/rev-overlap", watchGo, "the ownership watch starts at the last revision delivered, not after it",
