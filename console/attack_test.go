@@ -13,11 +13,14 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -64,7 +67,7 @@ const (
 // it; the console must render every one as text.
 var payloads = []string{
 	`<script>window.__pwned="script"</script>`,
-	`"><img/src=x/onerror=window.__pwned='img'>`,
+	`"><img/src/onerror=window.__pwned='img'>`,
 	`</svg><script>window.__pwned="svg"</script>`,
 	`javascript:window.__pwned="js"`,
 	`'><svg/onload=window.__pwned='quote'>`,
@@ -146,7 +149,7 @@ var hostileNames = map[string]gateway.Role{
 
 func hostileCN(name string) string {
 	if name == "evil-approver" {
-		return `approver"><img/src=x/onerror=window.__pwned='cn'>`
+		return `approver"><img/src/onerror=window.__pwned='cn'>`
 	}
 	return `operator</svg><script>window.__pwned="cn"</script>`
 }
@@ -753,6 +756,12 @@ func TestStoredPayloadsRenderInert(t *testing.T) {
 			continue
 		}
 		inert(t, where, a.body)
+		// The second line: were markup to slip through, the browser runs
+		// only the console's own script file.
+		if csp := a.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") ||
+			strings.Contains(csp, "unsafe") || a.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: Content-Security-Policy %q, X-Content-Type-Options %q", where, csp, a.header.Get("X-Content-Type-Options"))
+		}
 		for _, s := range pg.want {
 			if !shows(a.body, s) {
 				t.Errorf("%s: the page does not show %q", where, s)
@@ -777,7 +786,7 @@ func TestStoredPayloadsRenderInert(t *testing.T) {
 	})()`
 	p := w.page(b, "/console/")
 	waitFor(t, p, "the live list", `document.body.dataset.live === "synced"`)
-	live := `"><img/src=x/onerror=window.__pwned='live'>`
+	live := `"><img/src/onerror=window.__pwned='live'>`
 	w.claim("worker-a", tenantA, live)
 	key, _ := json.Marshal(tenantA + "/" + live)
 	waitFor(t, p, "the live row of a task named by a payload", `Array.from(document.querySelectorAll("#tasks tbody tr")).some(function(r){return r.dataset.key === `+string(key)+` && r.cells[1].textContent.length > 0})`)
@@ -868,13 +877,25 @@ func TestForgedOrCrossSitePostsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a token %q whose expiry is not a number: %v", tok, err)
 	}
-	flip := func(s string) string { // the last character changed
-		b := []byte(s)
-		b[len(b)-1] ^= 0x01
-		if b[len(b)-1] == '.' || b[len(b)-1] == '/' {
-			b[len(b)-1] = 'A'
+	// The MAC's first character changed (all six of its bits count; the
+	// last character's low bits do not).
+	altered := exp + "." + map[bool]string{true: "B", false: "A"}[mac[0] == 'A'] + mac[1:]
+	// A token with a good MAC, minted as the console makes them (the test
+	// holds the key): one whose expiry has passed must be refused for
+	// that alone. A fresh one approves another record below, so the
+	// minting is right.
+	mint := func(expiry int64) string {
+		pemBytes, err := os.ReadFile(w.files["approver-a"][0])
+		if err != nil {
+			t.Fatal(err)
 		}
-		return string(b)
+		blk, _ := pem.Decode(pemBytes)
+		h := hmac.New(sha256.New, console.ActionKey([]byte(sessionKey)))
+		h.Write([]byte("leasegate-console-action-v1\x00"))
+		sum := sha256.Sum256(blk.Bytes)
+		h.Write(sum[:])
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(expiry)))
+		return strconv.FormatInt(expiry, 10) + "." + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 	}
 	sameSite := strings.Replace(w.url, "127.0.0.1", "localhost", 1) // another origin of the same site
 	multipartBody := func(f url.Values) (string, string) {
@@ -941,7 +962,10 @@ func TestForgedOrCrossSitePostsAreRefused(t *testing.T) {
 		{"the token with its expiry a day later", func() answer {
 			return w.post("approver-a", action, with(form, "csrf", strconv.FormatInt(expiry+86400, 10)+"."+mac), nil)
 		}},
-		{"the token with its MAC altered", func() answer { return w.post("approver-a", action, with(form, "csrf", flip(tok)), nil) }},
+		{"a token with a good MAC that expired a second ago", func() answer {
+			return w.post("approver-a", action, with(form, "csrf", mint(time.Now().Unix()-1)), nil)
+		}},
+		{"the token with its MAC altered", func() answer { return w.post("approver-a", action, with(form, "csrf", altered), nil) }},
 		{"the token's MAC alone", func() answer { return w.post("approver-a", action, with(form, "csrf", mac), nil) }},
 		{"the token in the query string, not the body", func() answer {
 			return w.post("approver-a", action+"?csrf="+url.QueryEscape(tok), with(form, "csrf", ""), nil)
@@ -969,8 +993,8 @@ func TestForgedOrCrossSitePostsAreRefused(t *testing.T) {
 			body, ct := multipartBody(form)
 			return send(http.MethodPost, action, ct, body, map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
 		}},
-		{"a body of 4 MiB (a note past any bound)", func() answer {
-			return w.post("approver-a", action, with(form, "note", strings.Repeat("n", 4<<20)), nil)
+		{"a body of 1 MiB (a field the form does not have, past the form's bound)", func() answer {
+			return w.post("approver-a", action, with(form, "pad", strings.Repeat("p", 1<<20)), nil)
 		}},
 	}
 	for _, a := range attempts {
@@ -978,6 +1002,18 @@ func TestForgedOrCrossSitePostsAreRefused(t *testing.T) {
 	}
 	if st, n := w.state(tenantA, "db", "op-csrf"); st != ledger.Proposed || n != 1 {
 		t.Fatalf("after the refusals the record is %s with %d journal entries, want PROPOSED with 1", st, n)
+	}
+
+	// A freshly minted token approves: the expired one was refused for its
+	// expiry.
+	minted := w.propose(g, "op-minted", effect("db-2", false), nil)
+	mf := w.decision("approver-a", "approve", minted)
+	mf.Set("csrf", mint(time.Now().Add(time.Hour).Unix()))
+	if a := w.post("approver-a", opPath(tenantA, "db", "op-minted")+"/approve", mf, nil); a.status != http.StatusSeeOther {
+		t.Fatalf("a freshly minted token: %v", a)
+	}
+	if st, _ := w.state(tenantA, "db", "op-minted"); st != ledger.Authorized {
+		t.Fatalf("a freshly minted token left the record %s", st)
 	}
 
 	// The form as the page sent it: approved, by the certificate's identity.
@@ -1301,7 +1337,19 @@ func (ls *liveStream) until(t *testing.T, what string, f func(string) bool) []st
 				return seen
 			}
 		case <-ls.done:
-			t.Fatalf("the stream ended before %s; it sent %q", what, seen)
+			// The events it sent before it ended are all buffered by now.
+			for {
+				select {
+				case ev := <-ls.events:
+					seen = append(seen, ev)
+					if f(ev) {
+						return seen
+					}
+					continue
+				default:
+				}
+				t.Fatalf("the stream ended before %s; it sent %q", what, seen)
+			}
 		case <-timeout:
 			t.Fatalf("no %s on the stream in 30 s; it sent %q", what, seen)
 		}
@@ -1460,6 +1508,11 @@ func TestWithoutAKnownCertificateOnlyWhoAreYou(t *testing.T) {
 	}
 }
 
+// tokenShape is an action token as the console's pages carry one (an
+// expiry in Unix seconds, a dot, a base64url HMAC-SHA-256), whenever it
+// was made.
+var tokenShape = regexp.MustCompile(`[0-9]{10}\.[A-Za-z0-9_-]{43}`)
+
 // No page, header or redirect carries a key, and no header, URL or
 // redirect carries the action token (it is in the page body only); a
 // refusal does not echo the token it was sent; no cookie is set.
@@ -1521,7 +1574,7 @@ func TestNoSecretInHeadersURLsOrRefusals(t *testing.T) {
 						t.Errorf("%s: header %s carries %s", s.what, k, name)
 					}
 				}
-				if strings.Contains(v, mac) || strings.Contains(v, otherMAC) {
+				if tokenShape.MatchString(v) || strings.Contains(v, mac) {
 					t.Errorf("%s: header %s: %q carries an action token", s.what, k, v)
 				}
 			}
@@ -1539,7 +1592,7 @@ func TestNoSecretInHeadersURLsOrRefusals(t *testing.T) {
 			if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
 				tok := z.Token()
 				for _, at := range tok.Attr {
-					if (at.Key == "href" || at.Key == "src" || at.Key == "action") && strings.Contains(at.Val, mac) {
+					if (at.Key == "href" || at.Key == "src" || at.Key == "action") && (tokenShape.MatchString(at.Val) || strings.Contains(at.Val, mac)) {
 						t.Errorf("%s: a URL carries the action token: <%s %s=%q>", s.what, tok.Data, at.Key, at.Val)
 					}
 				}
