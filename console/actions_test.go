@@ -269,3 +269,127 @@ func refusalIn(page string) string {
 	}
 	return "(no refusal on the page)"
 }
+
+// A decision carrying the approver's own valid token is still refused,
+// before the API is called, when the browser says it comes from another
+// site: an Origin that is not the console's (another host, the console's
+// host over http, an origin the console's is a prefix of, "null"), or a
+// Sec-Fetch-Site of cross-site or same-site. Without the token, or with
+// another certificate's, it is refused too. With the token and the
+// console's own Origin, or with neither header (a client that is no
+// browser), it is done.
+func TestActionsFromAnotherOriginAreRefusedEvenWithTheToken(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxOf(t)
+	c := w.client("worker")
+	g, err := w.session(c).Claim(ctx, tenant, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.propose(c, g, "op-1", devprovider.KindPromote, "db-2", nil)
+	w.propose(c, g, "op-2", devprovider.KindPromote, "db-3", nil)
+	ap := w.httpAs("approver")
+	_, page := get(t, ap, w.url+"/console/op/tenant-a/db/op-1")
+	token := tokenIn(t, page)
+	_, page = get(t, w.httpAs("worker"), w.url+"/console/")
+	workers := tokenIn(t, page)
+	reject := func(op string, form url.Values, header map[string]string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, w.url+"/console/op/tenant-a/db/"+op+"/reject", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := ap.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, html.UnescapeString(string(b))
+	}
+	withToken := url.Values{"csrf": {token}, "reason": {"not now"}}
+	lgtest.WritesNothing(t, w.etcd, w.c.Keys().Prefix(), "decisions from other sites", func() {
+		for _, c := range []struct {
+			name   string
+			form   url.Values
+			header map[string]string
+			why    string
+		}{
+			{"another origin", withToken, map[string]string{"Origin": "https://evil.example"}, "another site"},
+			{"the console's host over http", withToken, map[string]string{"Origin": "http://" + strings.TrimPrefix(w.url, "https://")}, "another site"},
+			{"an origin the console's is a prefix of", withToken, map[string]string{"Origin": w.url + "0"}, "another site"},
+			{"origin null", withToken, map[string]string{"Origin": "null"}, "another site"},
+			{"cross-site", withToken, map[string]string{"Sec-Fetch-Site": "cross-site"}, "another site"},
+			{"same-site", withToken, map[string]string{"Sec-Fetch-Site": "same-site"}, "another site"},
+			{"the console's origin but cross-site", withToken, map[string]string{"Origin": w.url, "Sec-Fetch-Site": "cross-site"}, "another site"},
+			{"no token", url.Values{"reason": {"not now"}}, map[string]string{"Origin": w.url}, "no action token"},
+			{"another certificate's token", url.Values{"csrf": {workers}, "reason": {"not now"}}, map[string]string{"Origin": w.url}, "not made for this certificate"},
+			{"a token altered", url.Values{"csrf": {token + "A"}, "reason": {"not now"}}, map[string]string{"Origin": w.url}, "not made for this certificate"},
+		} {
+			if status, page := reject("op-1", c.form, c.header); status != http.StatusForbidden || !contains(page, "permission_denied", c.why) {
+				t.Errorf("%s: HTTP %d %s, want refused: %s", c.name, status, refusalIn(page), c.why)
+			}
+		}
+	})
+	if status, page := reject("op-1", withToken, map[string]string{"Origin": w.url, "Sec-Fetch-Site": "same-origin"}); status != http.StatusSeeOther {
+		t.Errorf("a rejection from the console's own page: HTTP %d %s", status, refusalIn(page))
+	}
+	if status, page := reject("op-2", withToken, nil); status != http.StatusSeeOther {
+		t.Errorf("a rejection with the token and neither header: HTTP %d %s", status, refusalIn(page))
+	}
+	for _, op := range []string{"op-1", "op-2"} {
+		if rec, _, err := c.Record(ctx, tenant, "db", op); err != nil || rec.State != ledger.Rejected {
+			t.Errorf("%s after its rejection: %s, %v", op, rec.State, err)
+		}
+	}
+}
+
+// A decision's form is read up to twice the ledger's largest detail (room
+// for a reason and evidence at the ledger's bound), and not a byte more:
+// at the bound it is read (and here refused as no action, nothing
+// written), one byte over it is refused as too large before anything is
+// called. A resolution whose evidence detail is the ledger's largest is
+// done.
+func TestAnActionFormIsReadUpToItsBound(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxOf(t)
+	c := w.client("worker")
+	g, err := w.session(c).Claim(ctx, tenant, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.reviewed(c, g, "op-review")
+	op := w.httpAs("operator")
+	_, page := get(t, op, w.url+"/console/op/tenant-a/db/op-review")
+	token := tokenIn(t, page)
+	const bound = 2 * ledger.MaxDetailBytes
+	sized := func(n int) url.Values {
+		form := url.Values{"csrf": {token}, "pad": {""}}
+		form.Set("pad", strings.Repeat("a", n-len(form.Encode())))
+		if len(form.Encode()) != n {
+			t.Fatalf("a form of %d bytes, want %d", len(form.Encode()), n)
+		}
+		return form
+	}
+	lgtest.WritesNothing(t, w.etcd, w.c.Keys().Prefix(), "forms at and over the bound", func() {
+		if status, page := post(t, op, w.url+"/console/op/tenant-a/db/op-review/nothing", w.url, sized(bound)); status != http.StatusNotFound || !contains(page, `no action "nothing"`) {
+			t.Errorf("a form of %d bytes: HTTP %d %s, want read, and refused as no action", bound, status, refusalIn(page))
+		}
+		if status, page := post(t, op, w.url+"/console/op/tenant-a/db/op-review/resolve", w.url, sized(bound+1)); status != http.StatusBadRequest || !contains(page, "invalid_input", "request body too large") {
+			t.Errorf("a form of %d bytes: HTTP %d %s, want refused as too large", bound+1, status, refusalIn(page))
+		}
+	})
+	detail := `"` + strings.Repeat("x", ledger.MaxDetailBytes-2) + `"`
+	status, page := post(t, op, w.url+"/console/op/tenant-a/db/op-review/resolve", w.url, url.Values{"csrf": {token}, "to": {"FAILED"},
+		"why": {"the provider's log shows the promotion refused"}, "provider_ids": {"promote-9"}, "detail": {detail}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("a resolution with a detail of %d bytes: HTTP %d %s", len(detail), status, refusalIn(page))
+	}
+	if rec, _, err := c.Record(ctx, tenant, "db", "op-review"); err != nil || rec.State != ledger.Failed || rec.Evidence == nil || len(rec.Evidence.Detail) != len(detail) {
+		t.Errorf("after the resolution: %s, %v", rec.State, err)
+	}
+}

@@ -50,7 +50,9 @@ func TestLiveTaskListFollowsClaimAndRelease(t *testing.T) {
 	}
 }
 
-// An UNKNOWN record is listed first, above the records that need no human.
+// An UNKNOWN record is listed first: above a MANUAL_REVIEW one (which,
+// in task and operation order, would come first), and both above the
+// records that need no human.
 func TestUnknownRecordIsAtTheTop(t *testing.T) {
 	w := newWorld(t)
 	c := w.client("worker")
@@ -65,6 +67,7 @@ func TestUnknownRecordIsAtTheTop(t *testing.T) {
 		ParamsDigest: rec.ParamsDigest, PreconditionDigest: rec.Precondition.Digest, Policy: "v1"}); err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
+	w.reviewed(c, g, "op-a-review")
 	if rec, _ := c.Dispatch(ctxOf(t), g, unknownOp); rec.State != ledger.Unknown {
 		t.Fatalf("dispatch recorded %s, want UNKNOWN (the provider never answers)", rec.State)
 	}
@@ -75,13 +78,13 @@ func TestUnknownRecordIsAtTheTop(t *testing.T) {
 		t.Errorf("first record %q, want %s UNKNOWN", first, unknownOp)
 	}
 	order := eval[[]string](t, p, `Array.from(document.querySelectorAll("tr[data-operation]")).map(r => r.dataset.operation)`)
-	if len(order) != 2 || order[0] != unknownOp || order[1] != "op-a-proposed" {
-		t.Errorf("records in order %v, want %s first", order, unknownOp)
+	if len(order) != 3 || order[0] != unknownOp || order[1] != "op-a-review" || order[2] != "op-a-proposed" {
+		t.Errorf("records in order %v, want %s, then op-a-review (MANUAL_REVIEW), then op-a-proposed", order, unknownOp)
 	}
 	p.Screenshot(t, "effects")
 	// The count on the Now page links to them.
-	if n := text(t, w.page(b, "/console/"), ".attention"); !strings.HasPrefix(n, "1 effect needs a human") {
-		t.Errorf("Now page says %q, want 1 effect needing a human", n)
+	if n := text(t, w.page(b, "/console/"), ".attention"); !strings.HasPrefix(n, "2 effects need a human") {
+		t.Errorf("Now page says %q, want 2 effects needing a human", n)
 	}
 }
 
@@ -248,4 +251,29 @@ func TestACallerWithoutAKnownCertificateIsAskedWhoItIs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every answer of the console, a page, a refusal and the "Who are you?"
+// page alike, forbids framing (an approve button under another site's
+// clickjacking overlay), caching and content sniffing, and lets the page
+// load nothing from elsewhere.
+func TestPagesForbidFramingCachingAndOtherOrigins(t *testing.T) {
+	w := newWorld(t)
+	for _, c := range []struct{ caller, path string }{
+		{"operator", "/console/"}, {"approver", "/console/effects"}, {"worker", "/console/op/tenant-a/db/none"},
+		{"stranger", "/console/"}, {"worker", "/console/effects?state=DONE"},
+	} {
+		resp, err := w.httpAs(c.caller).Get(w.url + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		h := resp.Header
+		csp := h.Get("Content-Security-Policy")
+		if !contains(csp, "default-src 'none'", "frame-ancestors 'none'", "form-action 'self'", "script-src 'self'") ||
+			h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s as %s (HTTP %d): CSP %q, X-Frame-Options %q, Cache-Control %q, X-Content-Type-Options %q", c.path, c.caller, resp.StatusCode,
+				csp, h.Get("X-Frame-Options"), h.Get("Cache-Control"), h.Get("X-Content-Type-Options"))
+		}
+	}
 }

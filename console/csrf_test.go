@@ -2,7 +2,10 @@ package console
 
 import (
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
+	"math"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -32,11 +35,32 @@ func TestActionTokenIsBoundToTheCertificateAndExpires(t *testing.T) {
 		{"expiry altered", tk, "9" + tok, a, now, errBadToken},
 		{"none", tk, "", a, now, errNoToken},
 		{"malformed", tk, "abc", a, now, errBadToken},
+		{"no MAC", tk, strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + ".", a, now, errBadToken},
+		{"MAC not base64", tk, strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + ".%%%", a, now, errBadToken},
+		// An expiry that does not parse, with the MAC of what a parser that
+		// ignored the error would take it for.
+		{"expiry not a number", tk, "x." + base64.RawURLEncoding.EncodeToString(tk.mac(a, 0)), a, now, errBadToken},
+		{"expiry out of range", tk, "99999999999999999999." + base64.RawURLEncoding.EncodeToString(tk.mac(a, math.MaxInt64)), a, now, errBadToken},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.tk.check(c.token, c.cert, c.at); !errors.Is(err, c.want) {
 				t.Errorf("check: %v, want %v", err, c.want)
 			}
 		})
+	}
+}
+
+// A page's token is good for twelve hours from the page's load (what
+// docs/console.md says), and not a second more.
+func TestActionTokenIsGoodForTwelveHours(t *testing.T) {
+	a := &x509.Certificate{Raw: []byte("certificate a")}
+	tk := csrfTokens{key: []byte("0123456789abcdef0123456789abcdef")}
+	now := time.Unix(1_800_000_000, 0)
+	tok := tk.make(a, now)
+	if err := tk.check(tok, a, now.Add(12*time.Hour)); err != nil {
+		t.Errorf("12 h after the page's load: %v", err)
+	}
+	if err := tk.check(tok, a, now.Add(12*time.Hour+time.Second)); !errors.Is(err, errExpiredToken) {
+		t.Errorf("12 h and a second after the page's load: %v, want expired", err)
 	}
 }

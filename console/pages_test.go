@@ -1,12 +1,15 @@
 package console_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasegate/leasegate/gateway/devprovider"
 )
@@ -162,5 +165,49 @@ func TestAnIdentitySeesOnlyItsTenantsOnEveryPage(t *testing.T) {
 	}
 	if status, page := get(t, hc, w.url+"/console/op/tenant-ab/db/ab-db-dns"); status != http.StatusOK || !strings.Contains(page, "ab-secret-target") {
 		t.Errorf("the approver of both tenants' page of tenant-ab's operation: HTTP %d %s", status, refusalIn(page))
+	}
+}
+
+// The operation page recomputes the parameters' digest from the effect it
+// shows: for a record whose parameters were changed in etcd behind the
+// ledger's back, it says DIFFERENT — do not approve, where the approver
+// reads the digest it approves.
+func TestTheOperationPageSaysWhenTheParametersAreNotTheirDigest(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxOf(t)
+	c := w.client("worker")
+	g, err := w.session(c).Claim(ctx, tenant, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.propose(c, g, "op-1", devprovider.KindDNS, "www", map[string]string{"value": "10.0.0.1"})
+	ap := w.httpAs("approver")
+	if _, page := get(t, ap, w.url+"/console/op/tenant-a/db/op-1"); !strings.Contains(page, "recomputed from the effect below: the same") {
+		t.Fatalf("the page of an untouched record does not say its digest is the effect's: %s", refusalIn(page))
+	}
+	resp, err := w.etcd.Get(ctx, w.c.Keys().Prefix(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, kv := range resp.Kvs {
+		var rec map[string]any
+		if json.Unmarshal(kv.Value, &rec) != nil || rec["operation"] != "op-1" || rec["params_digest"] == nil {
+			continue
+		}
+		e := rec["effect"].(map[string]any)
+		e["params"] = map[string]string{"value": "10.6.6.6"}
+		b, _ := json.Marshal(rec)
+		if _, err := w.etcd.Put(ctx, string(kv.Key), string(b)); err != nil {
+			t.Fatal(err)
+		}
+		changed++
+	}
+	if changed != 1 {
+		t.Fatalf("changed %d records, want op-1's", changed)
+	}
+	_, page := get(t, ap, w.url+"/console/op/tenant-a/db/op-1")
+	if !contains(page, "10.6.6.6", "recomputed from the effect below: DIFFERENT — do not approve") {
+		t.Errorf("the page of a record whose parameters are not their digest does not say so:\n%.3000s", page)
 	}
 }
