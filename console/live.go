@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +63,14 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	ss := scopes(cl.id)
 	events := make(chan liveEvent, 64)
 	synced := make(chan struct{}, len(ss))
-	// The request ends after its watches: their calls end with it.
+	// The request ends after its watches, which end with it (however it
+	// ends: the browser gone, a write failed, no watch left): their calls
+	// end before it does.
 	var watches sync.WaitGroup
 	defer watches.Wait()
+	ctx, cancel := context.WithCancel(cl.ctx)
+	defer cancel()
+	cl.ctx = ctx
 	for _, s := range ss {
 		watches.Add(1)
 		go func() {
