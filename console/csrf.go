@@ -67,7 +67,10 @@ func (c csrfTokens) check(token string, cert *x509.Certificate, now time.Time) e
 	if err != nil {
 		return errBadToken
 	}
-	got, err := base64.RawURLEncoding.DecodeString(mac)
+	// Strict: a MAC's last character carries two bits that are no part of
+	// it, which a lenient decoder ignores; a token altered there is another
+	// token, and refused.
+	got, err := base64.RawURLEncoding.Strict().DecodeString(mac)
 	if err != nil || !hmac.Equal(got, c.mac(cert, e)) {
 		return errBadToken
 	}

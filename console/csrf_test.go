@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,6 +34,7 @@ func TestActionTokenIsBoundToTheCertificateAndExpires(t *testing.T) {
 		{"another certificate", tk, tok, b, now, errBadToken},
 		{"another key", other, tok, a, now, errBadToken},
 		{"expiry altered", tk, "9" + tok, a, now, errBadToken},
+		{"MAC's unused bits altered", tk, unusedBitsFlipped(tok), a, now, errBadToken},
 		{"none", tk, "", a, now, errNoToken},
 		{"malformed", tk, "abc", a, now, errBadToken},
 		{"no MAC", tk, strconv.FormatInt(now.Add(time.Hour).Unix(), 10) + ".", a, now, errBadToken},
@@ -63,4 +65,13 @@ func TestActionTokenIsGoodForTwelveHours(t *testing.T) {
 	if err := tk.check(tok, a, now.Add(12*time.Hour+time.Second)); !errors.Is(err, errExpiredToken) {
 		t.Errorf("12 h and a second after the page's load: %v, want expired", err)
 	}
+}
+
+// unusedBitsFlipped is tok with the lowest bit of its last character's
+// value flipped: of a 32-byte MAC in 43 base64 characters, a bit that
+// encodes nothing.
+func unusedBitsFlipped(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	return tok[:len(tok)-1] + string(alphabet[last^1])
 }
