@@ -757,10 +757,12 @@ func TestStoredPayloadsRenderInert(t *testing.T) {
 		}
 		inert(t, where, a.body)
 		// The second line: were markup to slip through, the browser runs
-		// only the console's own script file.
+		// only the console's own script file. And no other site may frame
+		// the page (a click on an approve button under a decoy) or keep it.
 		if csp := a.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") ||
-			strings.Contains(csp, "unsafe") || a.header.Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("%s: Content-Security-Policy %q, X-Content-Type-Options %q", where, csp, a.header.Get("X-Content-Type-Options"))
+			!strings.Contains(csp, "frame-ancestors 'none'") || strings.Contains(csp, "unsafe") || a.header.Get("X-Content-Type-Options") != "nosniff" ||
+			a.header.Get("X-Frame-Options") != "DENY" || a.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: headers %v", where, a.header)
 		}
 		for _, s := range pg.want {
 			if !shows(a.body, s) {
@@ -1689,4 +1691,74 @@ func TestLiveStreamsStopAtTheWatchLimit(t *testing.T) {
 		ls.close()
 	}
 	waitUnits(0)
+}
+
+// invisible are characters that change how text reads without being seen:
+// a right-to-left override, a left-to-right isolate and its end, a
+// zero-width space, and a control character.
+var invisible = []rune{'\u202e', '\u2066', '\u2069', '\u200b', '\u0007'}
+
+// hidesText reports whether s holds a character of invisible.
+func hidesText(s string) bool { return strings.ContainsAny(s, string(invisible)) }
+
+// What an approver judges cannot be made to read as something else: a
+// target, parameters, a precondition, evidence, a note and a reason that
+// hold a right-to-left override (which shows "db-2" for other bytes),
+// isolates, a zero-width space or a control character are drawn with
+// those characters written out, on the Operation and Effects pages and in
+// the timeline; the approve form still carries the exact digests, and
+// approves the record.
+func TestInvisibleCharactersAreShownNotObeyed(t *testing.T) {
+	w := newAttackWorld(t)
+	ctx := ctxOf(t)
+	g := w.claim("worker-a", tenantA, "db")
+	spoof := "db-\u202e2-bd\u2066x\u2069\u200b\u0007" // reads "db-db-2…"
+	e := ledger.Effect{Kind: attackKind, Target: spoof, Policy: "v1",
+		Params: json.RawMessage(`{"to":` + jsonString(spoof) + `,` + jsonString("\u202ekey") + `:1}`)}
+	pre := ledger.Observation{Digest: "world\u202e1", At: time.Now(), Detail: json.RawMessage(`{"seen":` + jsonString(spoof) + `}`)}
+	w.propose(g, "op-spoof", e, &pre)
+	rejected := w.propose(g, "op-spoof-rejected", e, &pre)
+	if _, err := w.api("approver-a").Reject(ctx, tenantA, "db", rejected.Operation, "no\u202e reason\u200b"); err != nil {
+		t.Fatalf("Reject: %v", err)
+	}
+	for _, path := range []string{opPath(tenantA, "db", "op-spoof"), opPath(tenantA, "db", "op-spoof-rejected"), "/console/effects"} {
+		a := w.get("approver-a", path)
+		if a.status != http.StatusOK {
+			t.Fatalf("%s: %v", path, a)
+		}
+		// Text, and attributes other than a form's values, hold none.
+		z := html.NewTokenizer(strings.NewReader(a.body))
+		for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+			tok := z.Token()
+			switch tt {
+			case html.TextToken:
+				if hidesText(tok.Data) {
+					t.Errorf("%s: text %q holds an invisible character", path, tok.Data)
+				}
+			case html.StartTagToken, html.SelfClosingTagToken:
+				if tok.Data == "title" {
+					z.NextIsNotRawText()
+				}
+				for _, at := range tok.Attr {
+					if hidesText(at.Val) && !(tok.Data == "input" && at.Key == "value") {
+						t.Errorf("%s: <%s %s=%q> holds an invisible character", path, tok.Data, at.Key, at.Val)
+					}
+				}
+			}
+		}
+		if !shows(a.body, "[U+202E]") {
+			t.Errorf("%s: the right-to-left override is not written out", path)
+		}
+	}
+	path := opPath(tenantA, "db", "op-spoof")
+	f := formOf(t, w.get("approver-a", path).body, "approve")
+	if f.Get("precondition_digest") != pre.Digest {
+		t.Fatalf("the approve form carries precondition digest %q, want the record's %q", f.Get("precondition_digest"), pre.Digest)
+	}
+	if a := w.post("approver-a", path+"/approve", f, nil); a.status != http.StatusSeeOther {
+		t.Fatalf("approving the record as read: %v", a)
+	}
+	if st, _ := w.state(tenantA, "db", "op-spoof"); st != ledger.Authorized {
+		t.Fatalf("the record is %s after its approval, want AUTHORIZED", st)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/leasegate/leasegate/coordinator"
 )
@@ -48,12 +50,39 @@ var funcs = template.FuncMap{
 			return string(b)
 		}
 		out, _ := json.MarshalIndent(v, "", "  ")
-		return string(out)
+		return visible(string(out))
 	},
+	"vis": visible,
 	"opPath": func(tenant, task, operation string) string {
 		return Path + "op/" + url.PathEscape(tenant) + "/" + url.PathEscape(task) + "/" + url.PathEscape(operation)
 	},
 	"path": func() string { return Path },
+}
+
+// visible is s with every character that changes how text reads without
+// being seen — Unicode's format characters (the bidirectional overrides
+// and isolates, zero-width characters) and control characters but the
+// newline and the tab — written out as [U+XXXX]. The console shows what a
+// worker, a provider or a person put in a record through it, so that a
+// right-to-left override cannot make a target or a parameter read as
+// another (an approver judges what it reads; the digest binds the bytes).
+func visible(s string) string {
+	if strings.IndexFunc(s, invisible) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if invisible(r) {
+			fmt.Fprintf(&b, "[U+%04X]", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.IsControl(r) && r != '\n' && r != '\t'
 }
 
 func parsePages() (map[string]*template.Template, error) {

@@ -117,7 +117,7 @@ func (c *Console) timeline(rec ledger.Record, journal []ledger.Transition, owner
 		}
 		record.Spans = append(record.Spans, timeline.Span{From: t.At, To: to, Label: string(t.To), Class: "state"})
 		ev := timeline.Event{At: t.At, Label: string(t.To), Class: classOf(t.To),
-			Title: fmt.Sprintf("#%d %s→%s (%s, epoch %d, %s): %s", t.Seq, t.From, t.To, t.By, t.Epoch, t.Owner, t.Reason),
+			Title: fmt.Sprintf("#%d %s→%s (%s, epoch %d, %s): %s", t.Seq, t.From, t.To, t.By, t.Epoch, t.Owner, visible(t.Reason)),
 			Data:  map[string]string{"seq": strconv.FormatInt(t.Seq, 10), "to": string(t.To)}}
 		if i >= first {
 			ev.Explain = explain(t)
@@ -146,7 +146,7 @@ func explain(t ledger.Transition) string {
 	}
 	s := fmt.Sprintf("#%d %s, epoch %d (%s)", t.Seq, by, t.Epoch, t.Owner)
 	if t.Reason != "" {
-		s += ": " + t.Reason
+		s += ": " + visible(t.Reason)
 	}
 	return s
 }
