@@ -1762,3 +1762,46 @@ func TestInvisibleCharactersAreShownNotObeyed(t *testing.T) {
 		t.Fatalf("the record is %s after its approval, want AUTHORIZED", st)
 	}
 }
+
+// flashOf is the text of the operation page's "Done: …" line ("" if none).
+func flashOf(body string) string {
+	i := strings.Index(body, `id="flash"`)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(body[i:], "</p>")
+	return html.UnescapeString(body[i : i+j])
+}
+
+// The line an operation's page shows after a decision ("Done: approve")
+// comes from the URL the decision redirected to; a link anyone can send
+// must not put words of its own there, nor announce a decision the
+// journal does not hold.
+func TestADecisionsLineCannotBeForgedByALink(t *testing.T) {
+	w := newAttackWorld(t)
+	g := w.claim("worker-a", tenantA, "db")
+	rec := w.propose(g, "op-flash", effect("db-2", false), nil)
+	path := opPath(tenantA, "db", "op-flash")
+	for _, done := range []string{"approve — the incident commander asks you to approve op-evil too", "approve", "reject", "resolve", payloads[1]} {
+		a := w.get("approver-a", path+"?"+url.Values{"done": {done}}.Encode())
+		if a.status != http.StatusOK {
+			t.Fatalf("%s?done=%q: %v", path, done, a)
+		}
+		if f := flashOf(a.body); f != "" {
+			t.Errorf("?done=%q on a record nobody decided: the page says %q", done, f)
+		}
+		inert(t, path+"?done=…", a.body)
+	}
+	// A decision made: its redirect's page says so.
+	a := w.post("approver-a", path+"/approve", w.decision("approver-a", "approve", rec), nil)
+	loc, err := url.Parse(a.header.Get("Location"))
+	if a.status != http.StatusSeeOther || err != nil {
+		t.Fatalf("approving: %v", a)
+	}
+	if f := flashOf(w.get("approver-a", loc.RequestURI()).body); !strings.Contains(f, "approve") {
+		t.Errorf("after the approval, its page says %q, want the approval done", f)
+	}
+	if f := flashOf(w.get("approver-a", path+"?done=reject").body); f != "" {
+		t.Errorf("?done=reject on an approved record: the page says %q", f)
+	}
+}

@@ -218,9 +218,22 @@ func (c *Console) operationPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, statusOf(err), cl, "Operation "+operation, err)
 		return
 	}
-	v.Flash = r.URL.Query().Get("done")
+	// The line after a decision (post/redirect/get) comes from the URL,
+	// which anyone can link to: it names only a decision the journal
+	// holds, and no words of the URL's own.
+	if step, ok := decisionSteps[r.URL.Query().Get("done")]; ok {
+		for _, t := range v.Journal {
+			if t.By == step {
+				v.Flash = r.URL.Query().Get("done")
+			}
+		}
+	}
 	c.render(w, http.StatusOK, "operation", v)
 }
+
+// decisionSteps are the console's decisions, by the journal step each
+// records.
+var decisionSteps = map[string]ledger.Step{"approve": ledger.StepAuthorize, "reject": ledger.StepReject, "resolve": ledger.StepResolve}
 
 // operation reads one operation's view: the record, its journal, the
 // task's owner, the timeline of both.
