@@ -1805,3 +1805,61 @@ func TestADecisionsLineCannotBeForgedByALink(t *testing.T) {
 		t.Errorf("?done=reject on an approved record: the page says %q", f)
 	}
 }
+
+// An operator's resolve form, altered past what the page offers — a state
+// the ledger does not allow from MANUAL_REVIEW, one spelled otherwise,
+// an outcome without evidence, evidence that is not JSON or too large, no
+// why — is refused and writes nothing; the form as offered resolves.
+func TestResolveFieldsOutsideTheFormAreRefused(t *testing.T) {
+	w := newAttackWorld(t)
+	g := w.claim("worker-a", tenantA, "review")
+	w.unknown(g, "approver-a", "op-review", "x")
+	w.reconcile(g)
+	path := opPath(tenantA, "review", "op-review")
+	form := formOf(t, w.get("operator-all", path).body, "resolve")
+	form.Set("why", "the provider's log shows it applied")
+	form.Set("provider_ids", "req-1\nreq-2")
+	form.Set("detail", `{"log":"applied at 02:13"}`)
+	bigDetail := `{"x":"` + strings.Repeat("d", 100<<10) + `"}`
+	for _, alt := range []struct{ what, key, value string }{
+		{"to AUTHORIZED", "to", string(ledger.Authorized)},
+		{"to PROPOSED", "to", string(ledger.Proposed)},
+		{"to DISPATCHING", "to", string(ledger.Dispatching)},
+		{"to UNKNOWN", "to", string(ledger.Unknown)},
+		{"to MANUAL_REVIEW", "to", string(ledger.ManualReview)},
+		{"no to", "to", ""},
+		{"to confirmed (lower case)", "to", "confirmed"},
+		{"to CONFIRMED with a trailing space", "to", "CONFIRMED "},
+		{"no why", "why", ""},
+		{"a why past the ledger's bound", "why", strings.Repeat("w", 8<<10)},
+		{"evidence detail that is not JSON", "detail", `{"log":`},
+		{"evidence detail past the ledger's bound", "detail", bigDetail},
+	} {
+		f := with(form, alt.key, alt.value)
+		if alt.value == "" {
+			f.Del(alt.key)
+		}
+		desc := "a resolution with " + alt.what
+		w.wroteNothing(desc, func() { refused(t, desc, w.post("operator-all", path+"/resolve", f, nil)) })
+	}
+	for _, to := range []ledger.State{ledger.Confirmed, ledger.Failed} {
+		f := with(with(form, "provider_ids", ""), "detail", "")
+		f.Del("provider_ids")
+		f.Del("detail")
+		f.Set("to", string(to))
+		desc := "a resolution to " + string(to) + " without evidence"
+		w.wroteNothing(desc, func() { refused(t, desc, w.post("operator-all", path+"/resolve", f, nil)) })
+	}
+	if st, n := w.state(tenantA, "review", "op-review"); st != ledger.ManualReview || n != 5 {
+		t.Fatalf("after the refusals the record is %s with %d entries, want MANUAL_REVIEW with 5", st, n)
+	}
+	form.Set("to", string(ledger.Confirmed))
+	if a := w.post("operator-all", path+"/resolve", form, nil); a.status != http.StatusSeeOther {
+		t.Fatalf("the form as offered: %v", a)
+	}
+	rec, journal := w.record(tenantA, "review", "op-review")
+	if last := journal[len(journal)-1]; rec.State != ledger.Confirmed || rec.Evidence == nil || len(rec.Evidence.ProviderIDs) != 2 ||
+		last.Approver != w.ids["operator-all"] {
+		t.Fatalf("after the form: %s, evidence %+v, journal %+v", rec.State, rec.Evidence, last)
+	}
+}
