@@ -61,6 +61,10 @@ type Adapter struct {
 	key     func() (tsigKey, error) // read at every exchange, so a rotated file takes effect
 	timeout time.Duration
 	now     func() time.Time
+	// answered, when set, is called once the server has answered an
+	// UPDATE, before Apply reads the zone for its evidence. Tests set it
+	// (export_test.go) to edit the zone in that window; nil otherwise.
+	answered func()
 }
 
 // Option configures New.
@@ -309,7 +313,10 @@ func approved(o ledger.Observation) (RRset, error) {
 // (or that there was none); update, delete the RRset and add the new
 // record. The server applies both or neither (RFC 2136 3.4).
 //
-//   - NOERROR: applied; evidence the zone's serial after, and the values.
+//   - NOERROR: applied; evidence this update's own step of the zone's
+//     history, "serial From->To" (change, as Observe identifies it), and
+//     the values read after. Without that step in the history, no serial:
+//     the one read after may be a later edit's (appliedEvidence).
 //   - NXRRSET, YXRRSET, NXDOMAIN, YXDOMAIN (a prerequisite failed — an
 //     operator's edit in between), REFUSED, NOTAUTH (a bad key), NOTZONE,
 //     FORMERR, NOTIMP: refused, nothing applied; evidence the RRset now.
@@ -363,11 +370,16 @@ func (a *Adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence,
 	if err != nil {
 		return ledger.Evidence{}, ledger.Ambiguous(fmt.Errorf("dnsupdate: UPDATE %s %s: %w", e.Target, p.Type, err))
 	}
+	if a.answered != nil {
+		a.answered()
+	}
 	now, rerr := a.Read(ctx, e.Target, p.Type)
-	ev := a.evidence(r, now, rerr)
 	switch r.Rcode {
 	case dns.RcodeSuccess:
-		return ev, nil
+		return a.appliedEvidence(ctx, r, was, rr, now, rerr), nil
+	}
+	ev := a.evidence(r, now, rerr)
+	switch r.Rcode {
 	case dns.RcodeNXRrset, dns.RcodeYXRrset, dns.RcodeNameError, dns.RcodeYXDomain:
 		return ledger.Evidence{}, ledger.Refused(fmt.Sprintf("%s: the RRset is no longer the approved %s (now %s)",
 			dns.RcodeToString[r.Rcode], was.Digest(), now.Digest()), ev)
@@ -377,6 +389,42 @@ func (a *Adapter) Apply(ctx context.Context, call ledger.Call) (ledger.Evidence,
 	return ev, ledger.Ambiguous(fmt.Errorf("dnsupdate: UPDATE answered %s", dns.RcodeToString[r.Rcode]))
 }
 
+// appliedEvidence is the evidence of an UPDATE the server answered
+// NOERROR: its answer, the RRset read after it, and this update's own
+// step of the zone's history (change, as Observe finds it), "zone serial
+// From->To". The serial read after the answer is not this update's: an
+// operator's nsupdate landing in between has moved it on. So where the
+// history does not show the step (no journal from the approved serial,
+// trimmed, unreadable, or an update that changed nothing), no serial is
+// cited: the answer alone is the evidence, and the detail says why.
+func (a *Adapter) appliedEvidence(ctx context.Context, r *dns.Msg, was RRset, want dns.RR, now RRset, readErr error) ledger.Evidence {
+	d := map[string]any{"rcode": dns.RcodeToString[r.Rcode], "message_id": r.Id, "rrset": now}
+	if readErr != nil {
+		d["read_error"] = readErr.Error()
+	}
+	ev := ledger.Evidence{At: a.now().UTC()}
+	st, n, herr := a.change(ctx, was, want)
+	switch {
+	case herr != nil:
+		d["history_error"] = herr.Error()
+	case st == nil:
+		d["history_changes"] = n
+		d["history"] = fmt.Sprintf("no change of the zone since serial %d deleted exactly %v and added %s", was.Serial, was.Values, rdata(want))
+	default:
+		d["history_changes"] = n
+		d["change"] = fmt.Sprintf("serial %d -> %d", st.From, st.To)
+		ev.ProviderIDs = []string{a.changeID(st)}
+	}
+	if st == nil {
+		d["serial_note"] = "no serial is cited as this update's: the zone's serial was read after the answer and may be a later change's"
+	}
+	ev.Detail, _ = json.Marshal(d)
+	return ev
+}
+
+// evidence is a refused UPDATE's: the server's answer and the RRset read
+// after it, citing the zone's serial at that read (the state seen, not a
+// change made).
 func (a *Adapter) evidence(r *dns.Msg, now RRset, readErr error) ledger.Evidence {
 	d := map[string]any{"rcode": dns.RcodeToString[r.Rcode], "message_id": r.Id, "rrset": now}
 	if readErr != nil {
@@ -421,17 +469,14 @@ func (a *Adapter) Observe(ctx context.Context, rec ledger.Record) (ledger.Outcom
 	if err != nil {
 		return ledger.Inconclusive, ledger.Evidence{}, err
 	}
-	steps, herr := a.History(ctx, was.Serial)
+	st, n, herr := a.change(ctx, was, want)
 	detail := map[string]any{"rrset": now, "approved": was}
 	if herr == nil {
-		detail["history_changes"] = len(steps)
-		for _, st := range steps {
-			if applies(st, now.Name, want.Header().Rrtype, was.Values, rdata(want)) {
-				detail["change"] = fmt.Sprintf("serial %d -> %d", st.From, st.To)
-				b, _ := json.Marshal(detail)
-				return ledger.Applied, ledger.Evidence{Detail: b, At: a.now().UTC(),
-					ProviderIDs: []string{fmt.Sprintf("%s serial %d->%d", a.zone, st.From, st.To)}}, nil
-			}
+		detail["history_changes"] = n
+		if st != nil {
+			detail["change"] = fmt.Sprintf("serial %d -> %d", st.From, st.To)
+			b, _ := json.Marshal(detail)
+			return ledger.Applied, ledger.Evidence{Detail: b, At: a.now().UTC(), ProviderIDs: []string{a.changeID(st)}}, nil
 		}
 		b, _ := json.Marshal(detail)
 		return ledger.NotApplied, ledger.Evidence{Detail: b, At: a.now().UTC(),

@@ -1,8 +1,10 @@
 package dnsupdate_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,8 +83,71 @@ func TestUpdateApplied(t *testing.T) {
 	if rec.State != ledger.Confirmed || w.value(t) != "10.0.0.2" {
 		t.Fatalf("state %s, value %s; want CONFIRMED and 10.0.0.2", rec.State, w.value(t))
 	}
-	if rec.Evidence == nil || len(rec.Evidence.ProviderIDs) != 1 || !strings.Contains(rec.Evidence.ProviderIDs[0], "serial") {
-		t.Fatalf("evidence %+v, want the zone's serial", rec.Evidence)
+	if want := []string{w.srv.Zone + " serial 1->2"}; rec.Evidence == nil || !slices.Equal(rec.Evidence.ProviderIDs, want) {
+		t.Fatalf("evidence %+v, want the update's change %q", rec.Evidence, want)
+	}
+}
+
+// An operator's nsupdate lands right after the server answered the
+// adapter's UPDATE, before the adapter reads the zone for its evidence:
+// the zone's serial is then the operator's (3), not the one this update
+// made (2). The evidence names this update's own step of the zone's
+// history, 1->2, never the operator's serial.
+func TestOperatorEditAfterTheAnswerIsNotCitedAsTheUpdate(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	dnsupdate.SetAnsweredHook(w.ad, func() { w.operatorEdit(t, "10.0.0.9") })
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || w.value(t) != "10.0.0.9" {
+		t.Fatalf("state %s, value %s; want CONFIRMED and the operator's 10.0.0.9", rec.State, w.value(t))
+	}
+	if want := []string{w.srv.Zone + " serial 1->2"}; rec.Evidence == nil || !slices.Equal(rec.Evidence.ProviderIDs, want) {
+		t.Fatalf("evidence %+v, want exactly %q: the update's own change, not the operator's serial 3", rec.Evidence, want)
+	}
+}
+
+// The same race where the server keeps no history: the NOERROR answer is
+// the evidence the update applied, and no serial is cited as its change —
+// the serial read after it may be the operator's, and the detail says so.
+func TestWithoutHistoryTheAnsweredUpdateCitesNoSerial(t *testing.T) {
+	w := newWorldWith(t, true)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	dnsupdate.SetAnsweredHook(w.ad, func() { w.operatorEdit(t, "10.0.0.9") })
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || rec.Evidence == nil {
+		t.Fatalf("state %s, evidence %+v; want CONFIRMED on the NOERROR answer", rec.State, rec.Evidence)
+	}
+	if len(rec.Evidence.ProviderIDs) != 0 {
+		t.Fatalf("provider ids %q: no serial can be named as this update's change", rec.Evidence.ProviderIDs)
+	}
+	var d struct {
+		Rcode   string          `json:"rcode"`
+		Change  string          `json:"change"`
+		After   dnsupdate.RRset `json:"rrset"`
+		History string          `json:"history_error"`
+		Note    string          `json:"serial_note"`
+	}
+	if err := json.Unmarshal(rec.Evidence.Detail, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Rcode != "NOERROR" || d.Change != "" || d.After.Serial != 3 || !strings.Contains(d.History, "no incremental history") ||
+		!strings.Contains(d.Note, "may be a later change's") {
+		t.Fatalf("detail %s: want NOERROR, no change, the zone's serial 3 read after the update, the missing history named and why no serial is cited", rec.Evidence.Detail)
+	}
+}
+
+// An upsert to the value the record already has: the server answers
+// NOERROR and its history shows no step that is this update (nothing
+// changed). CONFIRMED on the answer, citing no serial as its change.
+func TestUpsertThatChangesNothingCitesNoSerial(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.1"))
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || rec.Evidence == nil || len(rec.Evidence.ProviderIDs) != 0 {
+		t.Fatalf("state %s, evidence %+v; want CONFIRMED on the answer, no serial", rec.State, rec.Evidence)
+	}
+	if d := string(rec.Evidence.Detail); !strings.Contains(d, `"history_changes":0`) || !strings.Contains(d, "deleted exactly [10.0.0.1] and added 10.0.0.1") {
+		t.Fatalf("detail %s, want an empty history and why no step is this update", d)
 	}
 }
 

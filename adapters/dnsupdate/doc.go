@@ -11,7 +11,8 @@
 //
 // The key file is BIND's syntax, as tsig-keygen writes it and nsupdate -k
 // reads it; the zone must allow updates and transfers with that key (the
-// transfer for Observe's IXFR), and should keep its history as increments
+// transfer for the IXFR by which Apply and Observe find the update's
+// change), and should keep its history as increments
 // (BIND sends a whole zone instead when the increments are larger than
 // max-ixfr-ratio of it, which a tiny zone hits):
 //
@@ -31,7 +32,12 @@
 //     server applies the update only if the prerequisite holds, both in one
 //     step: an operator's edit between the ledger's revalidation and the
 //     call makes the server answer NXRRSET — a definite refusal with the
-//     record's current value as evidence, not an overwrite.
+//     record's current value as evidence, not an overwrite. An UPDATE
+//     answered NOERROR cites its own change, the step of the zone's
+//     history (IXFR from the approved serial) Observe would find, as
+//     "<zone> serial <from>-><to>" — not the serial read after the answer,
+//     which an operator's edit in between makes theirs. Without that step
+//     in the history no serial is cited; the answer is the evidence.
 //   - Observe: the zone's own history first — an IXFR (RFC 1995, signed)
 //     from the approved SOA serial returns every change since, in order,
 //     from the server's journal. A change that deleted exactly the approved

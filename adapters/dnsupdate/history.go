@@ -96,6 +96,39 @@ func parseIXFR(rrs []dns.RR) ([]Step, error) {
 	return steps, nil
 }
 
+// change is this upsert's step in the zone's history since the approved
+// serial (History from approved.Serial): the first step that deleted
+// exactly the approved values of want's name and type (all of them) and
+// added want. It is nil when the history has no such step; read is how
+// many steps the history held. An error says the history could not be
+// read (no journal from that serial, trimmed, no answer): then nothing
+// can be said of which step, if any, was this upsert.
+//
+// Both Apply (naming the change its answered UPDATE made) and Observe
+// (finding whether it was made) identify it here, so they cite the same
+// step. Like Observe's Applied, it cannot tell an operator's identical
+// edit from this upsert; but a later edit of the record, which moves the
+// zone's serial past this step, is never taken for it.
+func (a *Adapter) change(ctx context.Context, approved RRset, want dns.RR) (step *Step, read int, err error) {
+	steps, err := a.History(ctx, approved.Serial)
+	if err != nil {
+		return nil, 0, err
+	}
+	name, qt := dns.CanonicalName(want.Header().Name), want.Header().Rrtype
+	for i := range steps {
+		if applies(steps[i], name, qt, approved.Values, rdata(want)) {
+			return &steps[i], len(steps), nil
+		}
+	}
+	return nil, len(steps), nil
+}
+
+// changeID is a step's evidence: the zone and its serials, "example.test.
+// serial 27->28".
+func (a *Adapter) changeID(st *Step) string {
+	return fmt.Sprintf("%s serial %d->%d", a.zone, st.From, st.To)
+}
+
 // applies reports whether step is this upsert: it deletes exactly the
 // approved values of name/type (all of them) and adds the wanted one.
 func applies(step Step, name string, qt uint16, approved []string, wanted string) bool {
