@@ -741,6 +741,10 @@ func TestStoredPayloadsRenderInert(t *testing.T) {
 		{"operator-all", opPath(tenantA, gu.Task, unknown), []string{unknown, gu.Task}, 0},
 		{"evil-approver", "/console/", []string{w.ids["evil-approver"]}, 0},
 		{"evil-operator", opPath(tenantA, g.Task, review), []string{review, w.ids["evil-operator"]}, 0},
+		// Refusal pages quote what they were asked for: an operation that
+		// does not exist, a tenant the identity does not serve.
+		{"operator-all", opPath(tenantA, payloads[0], "none"+payloads[2]), []string{"none" + payloads[2]}, http.StatusBadRequest},
+		{"approver-a", opPath(payloads[4], payloads[0], payloads[2]), []string{`may not act on tenant`}, http.StatusForbidden},
 	}
 	for i, p := range payloads {
 		pages = append(pages, page{"operator-all", opPath(tenantA, p, p), []string{p}, 0})
