@@ -17,7 +17,7 @@ package main
 
 import "strings"
 
-func init() { mutations = append(mutations, indepMutations...) }
+func init() { mutations = append(append(mutations, indepMutations...), indepConsole...) }
 
 const (
 	sessionGo        = "coordinator/session.go"
@@ -66,6 +66,8 @@ func indepTests(file string) []Run {
 		return []Run{ledgerPkg, gcPkg}
 	case strings.HasPrefix(file, "internal/store/"):
 		return []Run{storePkg, coordPkg, txnPkg, ledgerPkg, gcPkg}
+	case strings.HasPrefix(file, "console/"):
+		return []Run{{Pkg: "./console"}}
 	case strings.HasPrefix(file, "internal/digest/"):
 		return []Run{{Pkg: "./internal/digest"}, txnPkg, ledgerPkg}
 	}
@@ -696,4 +698,183 @@ var indepMutations = []Mutation{
 		killedBy("./retention", "TestApplyRefusesCandidatesItCannotGuard"),
 	ind("gc/owned-fence-planned", collectorGo, "the plan lists the fences of owned tasks",
 		`if kv.ModRevision >= h || owned[string(kv.Key)] {`, `if kv.ModRevision >= h {`),
+}
+
+// The console's safety: the action token (csrf.go), the checks an action
+// passes before the API is called (actions.go), whose API a caller reads
+// through and for which tenants (console.go), the tenants of the live
+// stream (live.go) and what a page offers and filters (pages.go). The
+// browser tests run too (Chromium where installed).
+const (
+	consoleCSRFGo    = "console/csrf.go"
+	consoleActionsGo = "console/actions.go"
+	consoleGo        = "console/console.go"
+	consoleLiveGo    = "console/live.go"
+	consolePagesGo   = "console/pages.go"
+	consolePkg       = "./console"
+)
+
+var indepConsole = []Mutation{
+	// ---- console/csrf.go
+	ind("console/token-empty-unnamed", consoleCSRFGo, "a missing token is refused as malformed, not as missing",
+		"if token == \"\" {\n\t\treturn errNoToken\n\t}", ``).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires", "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/token-no-dot", consoleCSRFGo, "a token without its '.' goes on to the MAC check",
+		"if !ok {\n\t\treturn errBadToken\n\t}", `_ = ok`).
+		equivalent("without a '.' the MAC part is empty, and an empty MAC never equals a SHA-256 HMAC: refused as malformed all the same"),
+	ind("console/token-expiry-parse-ignored", consoleCSRFGo, "an expiry that does not parse is taken as what the parser answers (0, or the largest int64 when out of range)",
+		"e, err := strconv.ParseInt(exp, 10, 64)\n\tif err != nil {\n\t\treturn errBadToken\n\t}", `e, _ := strconv.ParseInt(exp, 10, 64)`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-mac-unchecked", consoleCSRFGo, "any MAC is accepted",
+		`if err != nil || !hmac.Equal(got, c.mac(cert, e)) {`, `if _ = got; err != nil {`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires", "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/token-mac-lenient", consoleCSRFGo, "a MAC is decoded leniently: a token altered in its last character's unused bits is accepted",
+		`base64.RawURLEncoding.Strict().DecodeString(mac)`, `base64.RawURLEncoding.DecodeString(mac)`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-not-of-cert", consoleCSRFGo, "the MAC does not cover the certificate: one identity's token is good for another's",
+		"h.Write(sum[:])\n", "_ = sum\n").
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires", "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/token-not-of-expiry", consoleCSRFGo, "the MAC does not cover the expiry: a token's expiry can be moved",
+		"h.Write(b[:])\n", ``).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-keyless", consoleCSRFGo, "the MAC is made without the server's key: anyone can make a token",
+		`h := hmac.New(sha256.New, c.key)`, `h := hmac.New(sha256.New, nil)`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-expiry-inclusive", consoleCSRFGo, "a token is refused at its expiry's own second",
+		`if now.Unix() > e {`, `if now.Unix() >= e {`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-expiry-late", consoleCSRFGo, "a token is good a second past its expiry",
+		`if now.Unix() > e {`, `if now.Unix() > e+1 {`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-never-expires", consoleCSRFGo, "a token never expires",
+		`if now.Unix() > e {`, `if false {`).
+		killedBy(consolePkg, "TestActionTokenIsBoundToTheCertificateAndExpires"),
+	ind("console/token-validity-doubled", consoleCSRFGo, "a page's token is good for a day, not twelve hours",
+		`const tokenValidity = 12 * time.Hour`, `const tokenValidity = 24 * time.Hour`).
+		killedBy(consolePkg, "TestActionTokenIsGoodForTwelveHours"),
+	ind("console/origin-unchecked", consoleCSRFGo, "the Origin header is not read",
+		`o != "" && o != "https://"+r.Host {`, `false && o != "https://"+r.Host {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/origin-prefix", consoleCSRFGo, "an Origin the console's origin is a prefix of passes",
+		`o != "" && o != "https://"+r.Host {`, `o != "" && !strings.HasPrefix(o, "https://"+r.Host) {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/origin-any-scheme", consoleCSRFGo, "an Origin of the console's host over another scheme (http) passes",
+		`o != "" && o != "https://"+r.Host {`, `o != "" && !strings.HasSuffix(o, "://"+r.Host) {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/origin-required", consoleCSRFGo, "a request without an Origin header is refused (a client that is no browser, with the token)",
+		`o != "" && o != "https://"+r.Host {`, `o != "https://"+r.Host {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/fetch-site-same-site", consoleCSRFGo, "Sec-Fetch-Site: same-site passes (a sibling host's page)",
+		`case "cross-site", "same-site":`, `case "cross-site":`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/fetch-site-cross-site", consoleCSRFGo, "Sec-Fetch-Site: cross-site passes",
+		`case "cross-site", "same-site":`, `case "same-site":`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+
+	// ---- console/actions.go
+	ind("console/act-no-origin-check", consoleActionsGo, "an action does not ask where the browser says it comes from",
+		`if err := sameOrigin(r); err != nil {`, `if err := sameOrigin(r); false && err != nil {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/act-no-token-check", consoleActionsGo, "an action is made without its token",
+		`c.now()); err != nil {`, `c.now()); false && err != nil {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken", "TestPostWithoutTheActionTokenIsRefused"),
+	indN("console/act-token-after-call", consoleActionsGo, "the token is checked after the API's call: a cross-site form's decision is made, then refused",
+		Edit{"\tif err := c.tokens.check(r.PostForm.Get(\"csrf\"), r.TLS.VerifiedChains[0][0], c.now()); err != nil {\n\t\tc.refuseForm(w, r, cl, action, err)\n\t\treturn\n\t}\n\tf := r.PostForm",
+			"\tf := r.PostForm"},
+		Edit{"\tif err != nil {\n\t\tc.lg.Info(\"console action refused\"",
+			"\tif err := c.tokens.check(r.PostForm.Get(\"csrf\"), r.TLS.VerifiedChains[0][0], c.now()); err != nil {\n\t\tc.refuseForm(w, r, cl, action, err)\n\t\treturn\n\t}\n\tif err != nil {\n\t\tc.lg.Info(\"console action refused\""}).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken", "TestPostWithoutTheActionTokenIsRefused"),
+	ind("console/act-token-of-ca", consoleActionsGo, "the token is checked against the CA's certificate, not the browser's",
+		`r.TLS.VerifiedChains[0][0], c.now()); err != nil {`, `r.TLS.VerifiedChains[0][len(r.TLS.VerifiedChains[0])-1], c.now()); err != nil {`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/act-body-unbounded", consoleActionsGo, "an action's form is read whatever its size",
+		`r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)`, ``).
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound"),
+	ind("console/act-body-bound-over", consoleActionsGo, "an action's form is read a byte past its bound",
+		`const maxFormBytes = 2 * ledger.MaxDetailBytes`, `const maxFormBytes = 2*ledger.MaxDetailBytes + 1`).
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound"),
+	ind("console/act-body-bound-under", consoleActionsGo, "an action's form at its bound is refused (no room for evidence at the ledger's bound)",
+		`const maxFormBytes = 2 * ledger.MaxDetailBytes`, `const maxFormBytes = ledger.MaxDetailBytes`).
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound"),
+	ind("console/act-form-error-ignored", consoleActionsGo, "a form that could not be read goes on, as an empty one",
+		`if err := r.ParseForm(); err != nil {`, `if err := r.ParseForm(); false && err != nil {`).
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound"),
+	ind("console/act-unknown-done", consoleActionsGo, "an action the console does not have answers done",
+		"\tdefault:\n\t\tc.fail(w, r, http.StatusNotFound", "\tcase \"\":\n\t\tc.fail(w, r, http.StatusNotFound").
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound"),
+	ind("console/act-resolve-to-ignored", consoleActionsGo, "a resolution goes to SUPERSEDED whatever state the form names",
+		`ledger.State(f.Get("to"))`, `ledger.Superseded`).
+		killedBy(consolePkg, "TestAnActionFormIsReadUpToItsBound", "TestOperatorResolvesAManualReviewRecordFromThePage"),
+	ind("console/act-provider-ids-dropped", consoleActionsGo, "a resolution's provider ids are not sent",
+		`ev.ProviderIDs = append(ev.ProviderIDs, id)`, ``).
+		killedBy(consolePkg, "TestOperatorResolvesAManualReviewRecordFromThePage"),
+	ind("console/act-detail-unchecked", consoleActionsGo, "a detail that is not JSON is sent on",
+		`if !json.Valid([]byte(d)) {`, `if false {`).
+		killedBy(consolePkg, "TestOperatorResolvesAManualReviewRecordFromThePage"),
+
+	// ---- console/console.go
+	ind("console/whois-reads-as-worker", consoleGo, "every identity reads through the worker's service",
+		"cl.api = c.apis[role]\n", "cl.api = c.apis[gateway.RoleWorker]\n").
+		killedBy(consolePkg, "TestAnIdentitySeesOnlyItsTenantsOnEveryPage"),
+	ind("console/whois-last-role", consoleGo, "an identity of several roles reads through the last of them, not the first",
+		"cl.api = c.apis[role]\n\t\t\tbreak\n", "cl.api = c.apis[role]\n").
+		equivalent("every role's service serves the same reads (records, tasks, ownership) under the same tenant rules: any role the identity has reads the same"),
+	ind("console/whois-token-of-ca", consoleGo, "a page's token is made for the CA's certificate, not the browser's",
+		`cl.token = c.tokens.make(r.TLS.VerifiedChains[0][0], c.now())`, `cl.token = c.tokens.make(r.TLS.VerifiedChains[0][len(r.TLS.VerifiedChains[0])-1], c.now())`).
+		killedBy(consolePkg, "TestActionsFromAnotherOriginAreRefusedEvenWithTheToken"),
+	ind("console/whois-unknown-goes-on", consoleGo, "a caller the gateway cannot identify gets the pages, with no identity",
+		"\tif err != nil {\n\t\tc.fail(w, r, http.StatusUnauthorized", "\tif err != nil && r.TLS == nil {\n\t\tc.fail(w, r, http.StatusUnauthorized").
+		killedBy(consolePkg, "TestACallerWithoutAKnownCertificateIsAskedWhoItIs"),
+	ind("console/scopes-all-for-all", consoleGo, "every identity reads every tenant (\"\")",
+		`if id.Serves(gateway.AllTenants) {`, `if true {`).
+		killedBy(consolePkg, "TestAnIdentitySeesOnlyItsTenantsOnEveryPage"),
+	ind("console/scopes-first-tenant", consoleGo, "an identity of several tenants reads its first only",
+		`return append([]string(nil), id.Tenants...)`, `return id.Tenants[:1]`).
+		killedBy(consolePkg, "TestAnIdentitySeesOnlyItsTenantsOnEveryPage"),
+	ind("console/scopes-star-literal", consoleGo, "an identity of every tenant reads the tenant named \"*\"",
+		`if id.Serves(gateway.AllTenants) {`, `if false {`).
+		killedBy(consolePkg, "TestEffectsFiltersKeepExactlyTheMatchingRecords"),
+	ind("console/no-frame-ancestors", consoleGo, "pages may be framed by another site (CSP without frame-ancestors, no X-Frame-Options)",
+		"; frame-ancestors 'none'; base-uri 'none'\")\n\th.Set(\"X-Content-Type-Options\", \"nosniff\")", "; base-uri 'none'\")\n\th.Set(\"X-Content-Type-Options\", \"nosniff\")").
+		killedBy(consolePkg, "TestPagesForbidFramingCachingAndOtherOrigins"),
+	ind("console/no-frame-options", consoleGo, "no X-Frame-Options (browsers without CSP frame-ancestors frame the pages)",
+		`h.Set("X-Frame-Options", "DENY")`, ``).
+		killedBy(consolePkg, "TestPagesForbidFramingCachingAndOtherOrigins"),
+	ind("console/pages-cached", consoleGo, "pages (an action token in them) may be cached",
+		`h.Set("Cache-Control", "no-store")`, ``).
+		killedBy(consolePkg, "TestPagesForbidFramingCachingAndOtherOrigins"),
+
+	// ---- console/live.go
+	ind("console/live-every-tenant", consoleLiveGo, "the live stream watches every tenant (\"\") for any identity",
+		`ss := scopes(cl.id)`, `ss := []string{""}`).
+		killedBy(consolePkg, "TestLiveStreamCarriesOnlyTheIdentitysTenants"),
+	ind("console/live-first-tenant", consoleLiveGo, "the live stream of an identity of several tenants watches its first only",
+		`ss := scopes(cl.id)`, `ss := scopes(cl.id)[:1]`).
+		killedBy(consolePkg, "TestLiveStreamCarriesOnlyTheIdentitysTenants"),
+
+	// ---- console/pages.go
+	ind("console/page-approve-any-role", consolePagesGo, "an approve form for any identity",
+		`v.CanApprove = cl.id.Has(gateway.RoleApprover) && `, `v.CanApprove = `).
+		killedBy(consolePkg, "TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused"),
+	ind("console/page-reject-any-role", consolePagesGo, "a reject form for any identity",
+		`v.CanReject = cl.id.Has(gateway.RoleApprover) && `, `v.CanReject = `).
+		killedBy(consolePkg, "TestWorkerSeesNoApproveButtonAndAForgedApprovalIsRefused"),
+	ind("console/page-resolve-any-role", consolePagesGo, "a resolve form for any identity",
+		`v.CanResolve = cl.id.Has(gateway.RoleOperator) && `, `v.CanResolve = `).
+		killedBy(consolePkg, "TestOperatorResolvesAManualReviewRecordFromThePage"),
+	ind("console/page-approve-any-state", consolePagesGo, "an approve form whatever the record's state",
+		`ledger.Allowed(rec.State, ledger.Authorized, ledger.StepAuthorize)`, `true`).
+		killedBy(consolePkg, "TestOperatorResolvesAManualReviewRecordFromThePage"),
+	ind("console/page-digest-unchecked", consolePagesGo, "the page says the parameters are their digest without recomputing it",
+		`err == nil && d == rec.ParamsDigest {`, `err == nil && d != "" {`).
+		killedBy(consolePkg, "TestTheOperationPageSaysWhenTheParametersAreNotTheirDigest"),
+	ind("console/effects-kind-prefix", consolePagesGo, "the kind filter keeps the kinds it is a prefix of",
+		`if f.Kind != "" && rec.Effect.Kind != f.Kind {`, `if f.Kind != "" && (len(rec.Effect.Kind) < len(f.Kind) || rec.Effect.Kind[:len(f.Kind)] != f.Kind) {`).
+		killedBy(consolePkg, "TestEffectsFiltersKeepExactlyTheMatchingRecords"),
+	ind("console/effects-task-without-tenant", consolePagesGo, "a task filter without its tenant is read across the identity's tenants",
+		`if f.Task != "" && f.Tenant == "" {`, `if false {`).
+		killedBy(consolePkg, "TestEffectsFiltersKeepExactlyTheMatchingRecords"),
+	ind("console/effects-attention-unsorted", consolePagesGo, "MANUAL_REVIEW and UNKNOWN records are listed in task order, not UNKNOWN first",
+		`return cmp.Or(cmp.Compare(slices.Index(needsHuman, a.State), slices.Index(needsHuman, b.State)), byTask(a, b))`, `return byTask(a, b)`).
+		killedBy(consolePkg, "TestUnknownRecordIsAtTheTop"),
 }
