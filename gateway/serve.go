@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -42,8 +43,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Conf
 	// net/http's own errors (a caller's failed TLS handshake: a certificate
 	// of another CA, a plain-HTTP client) go to the server's log, with its
 	// fields and format, not to the standard library's logger on stderr.
-	srv := &http.Server{Handler: s.Handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: idle, ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
+	// The calls in flight, waited for after Shutdown: Shutdown waits for
+	// connections, not for the handler of an HTTP/2 stream its caller
+	// reset (a watch that frees its limit unit as it ends), which may still
+	// run when its connection has closed.
+	var inflight sync.WaitGroup
+	h := s.Handler()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inflight.Add(1)
+		defer inflight.Done()
+		h.ServeHTTP(w, r)
+	}), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle, ErrorLog: zap.NewStdLog(s.lg.Named("http"))}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	pctx, stopProbes := context.WithCancel(ctx)
@@ -60,6 +70,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Conf
 	err := srv.Shutdown(sctx)
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
+	}
+	if err == nil { // every connection closed: no call starts any more
+		handled := make(chan struct{})
+		go func() { inflight.Wait(); close(handled) }()
+		select {
+		case <-handled:
+		case <-sctx.Done():
+			err = fmt.Errorf("calls still running after %v: %w", grace, sctx.Err())
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
