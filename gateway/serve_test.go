@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,5 +194,79 @@ func TestTheTraceContextJoinsWorkerGatewayEtcdAndProvider(t *testing.T) {
 		}
 		t.Fatalf("in the worker's trace: gateway call under the worker's span %v, an etcd Txn %v, the adapter call %v; spans: %v",
 			call, etcdTxn, apply, names)
+	}
+}
+
+// Serve returns only once every call's handler has: a stream whose caller
+// reset it and then closed the connection (as a browser leaving the
+// console's live page does) leaves its handler running after the
+// connection is gone (a watch frees its limit unit through etcd as it
+// ends), and Serve waits for it before its caller closes the etcd client
+// that handler still uses.
+func TestServeWaitsForTheHandlerOfAStreamItsCallerReset(t *testing.T) {
+	w := newWorld(t)
+	srv, err := gateway.New(lgtest.CoordinatorOf(t, w.etcd), gateway.WithSessionKey(w.key), gateway.WithIdentities(w.ids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset, release, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed test does not leave the handler blocked
+	srv.Mount("/held/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusOK)
+		rw.(http.Flusher).Flush()
+		<-r.Context().Done() // the caller reset the stream
+		close(reset)
+		<-release // what a handler does after: free what it held
+		close(finished)
+	}))
+	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, tlsCfg, lgtest.Timeout) }()
+
+	cfg, err := client.TLSConfig(w.certs.CA, w.certs.Clients["worker-a"].Cert, w.certs.Clients["worker-a"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	rctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "https://"+ln.Addr().String()+"/held/", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("the call went over HTTP/%d, want HTTP/2", resp.ProtoMajor)
+	}
+	cancel()
+	_ = resp.Body.Close()
+	lgtest.Wait(t, reset, "the handler to see its stream reset")
+	hc.CloseIdleConnections() // the caller gone
+	stop()
+	// Serve must not return while the handler runs. Its early return is
+	// what this waits for; the handler is released after that wait.
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) while a call's handler was still running", err)
+	case <-time.After(time.Second):
+	}
+	free()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	select {
+	case <-finished:
+	default:
+		t.Error("Serve returned before the call's handler did")
 	}
 }
