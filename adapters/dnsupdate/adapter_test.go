@@ -2,6 +2,7 @@ package dnsupdate_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,12 @@ func newWorld(t *testing.T) *world { return newWorldWith(t, false) }
 
 func newWorldWith(t *testing.T, noHistory bool) *world {
 	t.Helper()
-	srv := realprov.NewDNSServerWith(t, realprov.DNSConfig{Records: []string{"checkout 60 IN A 10.0.0.1"}, NoHistory: noHistory})
+	return newWorldOf(t, realprov.DNSConfig{Records: []string{"checkout 60 IN A 10.0.0.1"}, NoHistory: noHistory})
+}
+
+func newWorldOf(t *testing.T, cfg realprov.DNSConfig) *world {
+	t.Helper()
+	srv := realprov.NewDNSServerWith(t, cfg)
 	proxy, err := realprov.NewCutProxy(srv.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +91,47 @@ func TestUpdateApplied(t *testing.T) {
 	}
 	if want := []string{w.srv.Zone + " serial 1->2"}; rec.Evidence == nil || !slices.Equal(rec.Evidence.ProviderIDs, want) {
 		t.Fatalf("evidence %+v, want the update's change %q", rec.Evidence, want)
+	}
+	// The zone's history since the approved serial holds this one change,
+	// and no more (its closing SOA is not a change of its own).
+	if d := string(rec.Evidence.Detail); !strings.Contains(d, `"history_changes":1,`) {
+		t.Fatalf("detail %s, want a history of exactly one change", d)
+	}
+}
+
+// The approved RRset holds two values, which the zone's journal lists as
+// deleted in its own order (10.0.0.9 before 10.0.0.10 by their bytes),
+// not the approved one (sorted as text: 10.0.0.10 first). The update's
+// step is found all the same, and cited.
+func TestApprovedRRsetOfSeveralValuesFindsItsStep(t *testing.T) {
+	w := newWorldOf(t, realprov.DNSConfig{Records: []string{"checkout 60 IN A 10.0.0.9", "checkout 60 IN A 10.0.0.10"}})
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || w.value(t) != "10.0.0.2" {
+		t.Fatalf("state %s, value %s; want CONFIRMED and 10.0.0.2", rec.State, w.value(t))
+	}
+	if want := []string{w.srv.Zone + " serial 1->2"}; rec.Evidence == nil || !slices.Equal(rec.Evidence.ProviderIDs, want) {
+		t.Fatalf("evidence %v, want the update's change %q", evidenceText(rec.Evidence), want)
+	}
+}
+
+// After the server answered, an operator puts the old value back and then
+// repeats the very same upsert (1->2 this update, 2->3 back, 3->4 the
+// same change again). The evidence is this update's step, the first one
+// in the history, never the operator's identical later one.
+func TestOperatorRepeatingTheUpsertLaterIsNotCitedAsTheUpdate(t *testing.T) {
+	w := newWorld(t)
+	w.env.Authorized(w.env.G, w.cnt, "traffic-db-b", w.effect(t, "10.0.0.2"))
+	dnsupdate.SetAnsweredHook(w.ad, func() {
+		w.operatorEdit(t, "10.0.0.1")
+		w.operatorEdit(t, "10.0.0.2")
+	})
+	rec := w.env.Dispatch(w.env.G, "traffic-db-b")
+	if rec.State != ledger.Confirmed || w.value(t) != "10.0.0.2" {
+		t.Fatalf("state %s, value %s; want CONFIRMED and 10.0.0.2", rec.State, w.value(t))
+	}
+	if want := []string{w.srv.Zone + " serial 1->2"}; rec.Evidence == nil || !slices.Equal(rec.Evidence.ProviderIDs, want) {
+		t.Fatalf("evidence %v, want exactly %q: the update's own change, not the operator's repeat 3->4", evidenceText(rec.Evidence), want)
 	}
 }
 
@@ -148,6 +195,9 @@ func TestUpsertThatChangesNothingCitesNoSerial(t *testing.T) {
 	}
 	if d := string(rec.Evidence.Detail); !strings.Contains(d, `"history_changes":0`) || !strings.Contains(d, "deleted exactly [10.0.0.1] and added 10.0.0.1") {
 		t.Fatalf("detail %s, want an empty history and why no step is this update", d)
+	}
+	if d := string(rec.Evidence.Detail); !strings.Contains(d, `"serial_note":`) || !strings.Contains(d, "may be a later change's") {
+		t.Fatalf("detail %s, want the note saying why no serial is cited, the history read or not", d)
 	}
 }
 
@@ -276,6 +326,14 @@ func TestThirdValueWithoutHistoryGoesToReview(t *testing.T) {
 	if last := js[len(js)-1]; !strings.Contains(last.Reason, "no incremental history") {
 		t.Fatalf("review reason %q, want the missing history named", last.Reason)
 	}
+}
+
+// evidenceText is ev's provider ids and detail, readable in a failure.
+func evidenceText(ev *ledger.Evidence) string {
+	if ev == nil {
+		return "none"
+	}
+	return fmt.Sprintf("ids %q, detail %s", ev.ProviderIDs, ev.Detail)
 }
 
 func (w *world) operatorEdit(t *testing.T, value string) {
