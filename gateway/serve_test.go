@@ -270,3 +270,64 @@ func TestServeWaitsForTheHandlerOfAStreamItsCallerReset(t *testing.T) {
 		t.Error("Serve returned before the call's handler did")
 	}
 }
+
+// Serve waits for a reset stream's handler only up to its grace: one that
+// is still running then makes Serve return an error saying so, rather
+// than hold its caller for as long as the handler runs.
+func TestServeGivesUpOnAHandlerStillRunningAfterTheGrace(t *testing.T) {
+	w := newWorld(t)
+	srv, err := gateway.New(lgtest.CoordinatorOf(t, w.etcd), gateway.WithSessionKey(w.key), gateway.WithIdentities(w.ids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) }) // the handler ends with the test
+	srv.Mount("/held/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusOK)
+		rw.(http.Flusher).Flush()
+		<-r.Context().Done() // the caller reset the stream
+		close(reset)
+		<-release // a handler that does not end within the grace
+	}))
+	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	const grace = 300 * time.Millisecond
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, tlsCfg, grace) }()
+
+	cfg, err := client.TLSConfig(w.certs.CA, w.certs.Clients["worker-a"].Cert, w.certs.Clients["worker-a"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	rctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "https://"+ln.Addr().String()+"/held/", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("the call went over HTTP/%d, want HTTP/2", resp.ProtoMajor)
+	}
+	cancel()
+	_ = resp.Body.Close()
+	lgtest.Wait(t, reset, "the handler to see its stream reset")
+	hc.CloseIdleConnections() // the caller gone: Shutdown has no connection to wait for
+	stop()
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "calls still running after") {
+			t.Fatalf("Serve: %v, want the call still running after the grace named", err)
+		}
+	case <-time.After(lgtest.Timeout):
+		t.Fatalf("Serve had not returned %v after its grace of %v, its call's handler still running", lgtest.Timeout, grace)
+	}
+}
