@@ -211,16 +211,11 @@ func submit(t *testing.T, p *browser.Page, sel string, fields map[string]string)
 // get answers url's status and body (HTML entities decoded).
 func get(t *testing.T, hc *http.Client, u string) (int, string) {
 	t.Helper()
-	resp, err := hc.Get(u)
+	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, html.UnescapeString(string(b))
+	return send(t, hc, req)
 }
 
 // post sends form to u as a browser's form post from origin ("": no Origin
@@ -235,6 +230,12 @@ func post(t *testing.T, hc *http.Client, u, origin string, form url.Values) (int
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
+	return send(t, hc, req)
+}
+
+// send answers req's status and body (HTML entities decoded).
+func send(t *testing.T, hc *http.Client, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)

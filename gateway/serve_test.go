@@ -204,55 +204,15 @@ func TestTheTraceContextJoinsWorkerGatewayEtcdAndProvider(t *testing.T) {
 // ends), and Serve waits for it before its caller closes the etcd client
 // that handler still uses.
 func TestServeWaitsForTheHandlerOfAStreamItsCallerReset(t *testing.T) {
-	w := newWorld(t)
-	srv, err := gateway.New(lgtest.CoordinatorOf(t, w.etcd), gateway.WithSessionKey(w.key), gateway.WithIdentities(w.ids...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reset, release, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	finished := make(chan struct{})
+	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free) // a failed test does not leave the handler blocked
-	srv.Mount("/held/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		rw.WriteHeader(http.StatusOK)
-		rw.(http.Flusher).Flush()
-		<-r.Context().Done() // the caller reset the stream
-		close(reset)
+	served := serveAStreamItsCallerResets(t, lgtest.Timeout, func() {
 		<-release // what a handler does after: free what it held
 		close(finished)
-	}))
-	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln, tlsCfg, lgtest.Timeout) }()
-
-	cfg, err := client.TLSConfig(w.certs.CA, w.certs.Clients["worker-a"].Cert, w.certs.Clients["worker-a"].Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
-	rctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "https://"+ln.Addr().String()+"/held/", nil)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.ProtoMajor != 2 {
-		t.Fatalf("the call went over HTTP/%d, want HTTP/2", resp.ProtoMajor)
-	}
-	cancel()
-	_ = resp.Body.Close()
-	lgtest.Wait(t, reset, "the handler to see its stream reset")
-	hc.CloseIdleConnections() // the caller gone
-	stop()
+	})
 	// Serve must not return while the handler runs. Its early return is
 	// what this waits for; the handler is released after that wait.
 	select {
@@ -275,19 +235,41 @@ func TestServeWaitsForTheHandlerOfAStreamItsCallerReset(t *testing.T) {
 // is still running then makes Serve return an error saying so, rather
 // than hold its caller for as long as the handler runs.
 func TestServeGivesUpOnAHandlerStillRunningAfterTheGrace(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // the handler ends with the test
+	const grace = 300 * time.Millisecond
+	served := serveAStreamItsCallerResets(t, grace, func() {
+		<-release // a handler that does not end within the grace
+	})
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "calls still running after") {
+			t.Fatalf("Serve: %v, want the call still running after the grace named", err)
+		}
+	case <-time.After(lgtest.Timeout):
+		t.Fatalf("Serve had not returned %v after its grace of %v, its call's handler still running", lgtest.Timeout, grace)
+	}
+}
+
+// serveAStreamItsCallerResets serves a gateway with grace, makes one
+// HTTP/2 call to a mounted handler that runs after (once it has seen its
+// stream reset), resets that stream, closes the caller's connection and
+// stops serving: Shutdown has no connection left to wait for, only the
+// handler. It answers what Serve returns.
+func serveAStreamItsCallerResets(t *testing.T, grace time.Duration, after func()) <-chan error {
+	t.Helper()
 	w := newWorld(t)
 	srv, err := gateway.New(lgtest.CoordinatorOf(t, w.etcd), gateway.WithSessionKey(w.key), gateway.WithIdentities(w.ids...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reset, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(release) }) // the handler ends with the test
+	reset := make(chan struct{})
 	srv.Mount("/held/", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rw.WriteHeader(http.StatusOK)
 		rw.(http.Flusher).Flush()
 		<-r.Context().Done() // the caller reset the stream
 		close(reset)
-		<-release // a handler that does not end within the grace
+		after()
 	}))
 	tlsCfg, err := gateway.TLSConfig(w.certs.ServerCert, w.certs.ServerKey, w.certs.CA)
 	if err != nil {
@@ -298,8 +280,7 @@ func TestServeGivesUpOnAHandlerStillRunningAfterTheGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	const grace = 300 * time.Millisecond
+	t.Cleanup(stop)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln, tlsCfg, grace) }()
 
@@ -320,14 +301,7 @@ func TestServeGivesUpOnAHandlerStillRunningAfterTheGrace(t *testing.T) {
 	cancel()
 	_ = resp.Body.Close()
 	lgtest.Wait(t, reset, "the handler to see its stream reset")
-	hc.CloseIdleConnections() // the caller gone: Shutdown has no connection to wait for
+	hc.CloseIdleConnections() // the caller gone
 	stop()
-	select {
-	case err := <-served:
-		if err == nil || !strings.Contains(err.Error(), "calls still running after") {
-			t.Fatalf("Serve: %v, want the call still running after the grace named", err)
-		}
-	case <-time.After(lgtest.Timeout):
-		t.Fatalf("Serve had not returned %v after its grace of %v, its call's handler still running", lgtest.Timeout, grace)
-	}
+	return served
 }
